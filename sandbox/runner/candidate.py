@@ -1,0 +1,192 @@
+"""The candidate process: loads the untrusted program and answers calls with plain data.
+
+It never receives test code or expected values: only the program, and for each call the
+function name and the arguments. Whatever it sends back is parsed strictly by the
+supervisor; nothing it says about itself is trusted.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import socket
+import sys
+import types
+
+from . import codec, framing, limits
+
+
+def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> None:
+    """Entry point in the freshly forked child; never returns."""
+    code = 70
+    try:
+        os.setsid()
+        os.dup2(stdin_fd, 0)
+        os.dup2(stdout_fd, 1)
+        os.dup2(stderr_fd, 2)
+        keep = ctrl.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 65536)
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
+        sys.stderr = io.TextIOWrapper(
+            io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
+        os.environ.clear()
+        os.environ.update(limits.CANDIDATE_ENV)
+        first = framing.recv_frame(ctrl)
+        if first is None:
+            os._exit(0)
+        _enter_jail(first)
+        if first["op"] == "main":
+            code = _run_main(ctrl, first["program"])
+        else:
+            code = _serve(ctrl, first["program"])
+    except BaseException:  # noqa: BLE001 - the process ends here whatever happened
+        code = 71
+    finally:
+        os._exit(code)
+
+
+def _enter_jail(msg: dict) -> None:
+    lim = msg["limits"]
+    os.chdir(msg["scratch"])
+    os.environ["HOME"] = msg["scratch"]
+    os.environ["TMPDIR"] = msg["scratch"]
+    limits.apply_rlimits(
+        memory_mb=lim["memory_mb"],
+        nproc=lim["nproc"],
+        fsize_mb=lim["fsize_mb"],
+        nofile=lim["nofile"],
+        cpu_s=lim["cpu_s"],
+    )
+    limits.drop_privileges(msg["uid"])
+    sys.path[:] = [p for p in sys.path if p and not p.startswith(msg.get("hide_prefix", "\0"))] + [msg["scratch"]]
+    sys.setrecursionlimit(10_000)
+
+
+def _compile(program: str) -> tuple[types.CodeType | None, str]:
+    try:
+        return compile(program, "<solution>", "exec", dont_inherit=True), ""
+    except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
+        return None, _describe(exc)
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        text = ""
+    name = type(exc).__name__
+    return (f"{name}: {text}" if text else name)[:500]
+
+
+def _run_main(ctrl: socket.socket, program: str) -> int:
+    """stdio mode: run the program as __main__ on our stdin; report how it ended."""
+    code, err = _compile(program)
+    framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
+    if code is None:
+        return 0
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["__main__"] = module
+    status = 0
+    exc_name = ""
+    try:
+        exec(code, module.__dict__)
+    except SystemExit as exc:
+        status = _exit_code(exc.code)
+    except BaseException as exc:  # noqa: BLE001 - reported, not trusted
+        status = 1
+        exc_name = type(exc).__name__
+        try:
+            import traceback
+
+            traceback.print_exc()
+        except BaseException:  # noqa: BLE001
+            pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            status = status or 1
+    try:
+        framing.send_frame(ctrl, {"exit": status, "exc_type": exc_name})
+    except BaseException:  # noqa: BLE001
+        pass
+    return status
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if type(code) is int:
+        return code & 0xFF
+    return 1
+
+
+def _serve(ctrl: socket.socket, program: str) -> int:
+    """function mode: load the program, then answer calls until the supervisor hangs up."""
+    code, err = _compile(program)
+    framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
+    if code is None:
+        return 0
+    module = types.ModuleType("solution")
+    module.__dict__["__builtins__"] = builtins
+    sys.modules["solution"] = module
+    ns = module.__dict__
+    try:
+        exec(code, ns)
+    except BaseException as exc:  # noqa: BLE001 - SystemExit included: the module did not run
+        _flush()
+        framing.send_frame(ctrl, {"runs": False, "message": _describe(exc)})
+        return 0
+    _flush()
+    framing.send_frame(ctrl, {"runs": True, "message": ""})
+    while True:
+        msg = framing.recv_frame(ctrl)
+        if msg is None:
+            return 0
+        reply = _call(ns, msg)
+        _flush()
+        framing.send_frame(ctrl, reply)
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+def _resolve(ns: dict, name: str):
+    target = ns.get(name)
+    if callable(target):
+        return target
+    solution = ns.get("Solution")
+    if isinstance(solution, type) and callable(getattr(solution, name, None)):
+        return getattr(solution(), name)
+    raise NameError(f"name {name!r} is not defined by the program")
+
+
+def _call(ns: dict, msg: dict) -> dict:
+    call_id = msg.get("id")
+    try:
+        args = codec.decode(msg["args"])
+        kwargs = codec.decode(msg["kwargs"])
+        fn = _resolve(ns, msg["name"])
+        value = fn(*args, **kwargs)
+        reply = {"id": call_id, "ok": True, "value": codec.encode(value)}
+    except codec.Unencodable as exc:
+        return {"id": call_id, "ok": False, "exc_type": "TypeError", "message": f"return value: {exc}"}
+    except BaseException as exc:  # noqa: BLE001 - the candidate's failure, reported by name only
+        return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc)}
+    try:
+        after = codec.encode(args)
+        if after != msg["args"]:
+            reply["args_after"] = after
+    except BaseException:  # noqa: BLE001
+        pass
+    return reply

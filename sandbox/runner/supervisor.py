@@ -1,0 +1,752 @@
+"""The supervisor: one per client connection, runs that connection's jobs one at a time.
+
+It holds the job, forks the verdict process, obtains candidate processes from the
+pristine spawner, relays calls between them, and enforces every limit: per-test
+wall clock, output caps, and the death of anything that misbehaves. Only it reports.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import os
+import selectors
+import signal
+import socket
+import time
+from typing import Any
+
+from . import framing, limits, spawner, verdict
+from .compare import stdout_matches
+
+READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+KEEP_BYTES = 4096
+GRACE_S = 1.0
+
+
+class InfraFailure(Exception):
+    """Something of ours broke (spawner gone, fork failed): not the candidate's fault."""
+
+
+class Candidate:
+    def __init__(self, pid: int, ctrl: socket.socket, stdin_w: int, stdout_r: int, stderr_r: int) -> None:
+        self.pid = pid
+        self.ctrl = ctrl
+        self.stdin_w = stdin_w
+        self.stdout_r = stdout_r
+        self.stderr_r = stderr_r
+        self.reader = framing.FrameReader()
+        self.frames: collections.deque = collections.deque()
+        self.eof = False
+        self.bad_frame = False
+        self.open_pipes = 2
+        self.pending_stdin = b""
+        self.killed = False
+
+
+class Verdict:
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.reader = framing.FrameReader()
+        self.frames: collections.deque = collections.deque()
+        self.eof = False
+
+
+class Supervisor:
+    def __init__(self, conn: socket.socket, slot: int, cfg: dict) -> None:
+        self.conn = conn
+        self.slot = slot
+        self.cfg = cfg
+        self.c_uid = cfg["uid_base"] + 2 * slot
+        self.v_uid = self.c_uid + 1
+        self.sel = selectors.DefaultSelector()
+        self.spawner_pid, self.p_sock = spawner.fork_spawner()
+        self.p_sock.setblocking(False)
+        self.sel.register(self.p_sock, READ, ("p", None))
+        self.exits: dict[int, dict] = {}
+        self.spare: Candidate | None = None
+        self.cand: Candidate | None = None
+        self.v: Verdict | None = None
+        self.jobs = 0
+        self.unit_out = 0
+        self.out_limit = 1 << 20
+        self.kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self.truncated = False
+        self.over_limit = False
+
+    # ------------------------------------------------------------------ plumbing
+    def serve(self) -> None:
+        try:
+            while True:
+                try:
+                    msg = framing.recv_frame(self.conn)
+                except (framing.FrameError, OSError):
+                    return
+                if msg is None:
+                    return
+                op = msg.get("op") if isinstance(msg, dict) else None
+                if op == "ping":
+                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid()})
+                elif op in ("run", "exec"):
+                    self.jobs += 1
+                    try:
+                        self.run_job(msg)
+                    except InfraFailure as exc:
+                        self.emit({"event": "infra_error", "message": str(exc)[:300]})
+                        return
+                else:
+                    self.emit({"event": "error", "message": f"unknown op {op!r}"})
+        finally:
+            self.shutdown()
+
+    def emit(self, obj: dict) -> None:
+        framing.send_frame(self.conn, obj)
+
+    def shutdown(self) -> None:
+        for c in (self.cand, self.spare):
+            if c:
+                self.kill_candidate(c)
+        self.kill_verdict()
+        limits.kill_group(self.spawner_pid)
+        limits.kill_uid(self.c_uid)
+        limits.kill_uid(self.v_uid)
+
+    def pump(self, timeout: float) -> None:
+        for key, _mask in self.sel.select(max(0.0, timeout)):
+            kind, obj = key.data
+            if kind == "p":
+                self._read_spawner()
+            elif kind == "cctrl":
+                self._read_frames(obj, obj.ctrl)
+            elif kind in ("cout", "cerr"):
+                self._read_output(obj, key.fd, "stdout" if kind == "cout" else "stderr")
+            elif kind == "cin":
+                self._write_stdin(obj)
+            elif kind == "v":
+                self._read_frames(obj, obj.sock)
+
+    def _read_spawner(self) -> None:
+        while True:
+            try:
+                data, fds, _flags, _addr = socket.recv_fds(self.p_sock, 4096, 8)
+            except (BlockingIOError, InterruptedError):
+                return
+            if not data:
+                raise InfraFailure("spawner exited")
+            note = __import__("json").loads(data)
+            if "exited" in note:
+                self.exits[note["exited"]] = note
+            elif "spawned" in note:
+                self._spawned.append((note["spawned"], fds))
+            else:
+                for fd in fds:
+                    os.close(fd)
+
+    def _read_frames(self, obj: Candidate | Verdict, sock: socket.socket) -> None:
+        try:
+            data = sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            obj.eof = True
+            self._unregister(sock)
+            return
+        try:
+            obj.frames.extend(obj.reader.feed(data))
+        except framing.FrameError:
+            obj.eof = True
+            if isinstance(obj, Candidate):
+                obj.bad_frame = True
+            self._unregister(sock)
+
+    def _read_output(self, c: Candidate, fd: int, stream: str) -> None:
+        try:
+            data = os.read(fd, 1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._unregister(fd)
+            c.open_pipes -= 1
+            return
+        self.unit_out += len(data)
+        kept = self.kept[stream]
+        room = self.keep_limit - len(kept)
+        if room > 0:
+            kept += data[:room]
+        if len(data) > max(room, 0):
+            self.truncated = True
+        if self.unit_out > self.out_limit:
+            self.over_limit = True
+
+    def _write_stdin(self, c: Candidate) -> None:
+        try:
+            n = os.write(c.stdin_w, c.pending_stdin[: 1 << 16])
+            c.pending_stdin = c.pending_stdin[n:]
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            c.pending_stdin = b""
+        if not c.pending_stdin:
+            self._unregister(c.stdin_w)
+            self._close_fd(c, "stdin_w")
+
+    def _unregister(self, f: Any) -> None:
+        try:
+            self.sel.unregister(f)
+        except (KeyError, ValueError):
+            pass
+
+    def _close_fd(self, c: Candidate, attr: str) -> None:
+        fd = getattr(c, attr)
+        if fd >= 0:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+            setattr(c, attr, -1)
+
+    # ------------------------------------------------------------ candidates
+    def spawn(self) -> Candidate:
+        self._spawned: list = []
+        try:
+            framing_bytes = __import__("json").dumps({"op": "spawn"}).encode()
+            self.p_sock.send(framing_bytes)
+        except OSError as exc:
+            raise InfraFailure(f"spawner unreachable: {exc}") from None
+        deadline = time.monotonic() + 10
+        while not self._spawned:
+            if time.monotonic() > deadline:
+                raise InfraFailure("spawner did not answer")
+            self.pump(0.05)
+        pid, fds = self._spawned.pop()
+        if len(fds) != 4:
+            raise InfraFailure("spawner sent a bad reply")
+        ctrl = socket.socket(fileno=fds[0])
+        ctrl.setblocking(False)
+        c = Candidate(pid, ctrl, fds[1], fds[2], fds[3])
+        for fd in fds[1:]:
+            os.set_blocking(fd, False)
+        return c
+
+    def activate(self, c: Candidate) -> None:
+        self.sel.register(c.ctrl, READ, ("cctrl", c))
+        self.sel.register(c.stdout_r, READ, ("cout", c))
+        self.sel.register(c.stderr_r, READ, ("cerr", c))
+
+    def take_candidate(self) -> Candidate:
+        c = self.spare or self.spawn()
+        self.spare = None
+        self.activate(c)
+        return c
+
+    def kill_candidate(self, c: Candidate) -> None:
+        if not c.killed:
+            c.killed = True
+            limits.kill_group(c.pid)
+        for f in (c.ctrl,):
+            self._unregister(f)
+            try:
+                f.close()
+            except OSError:
+                pass
+        for attr in ("stdin_w", "stdout_r", "stderr_r"):
+            fd = getattr(c, attr)
+            if fd >= 0:
+                self._unregister(fd)
+                self._close_fd(c, attr)
+
+    def send_candidate(self, c: Candidate, obj: dict) -> bool:
+        try:
+            framing.send_frame(c.ctrl, obj, timeout=GRACE_S)
+            c.ctrl.setblocking(False)
+            return True
+        except (OSError, TimeoutError):
+            c.ctrl.setblocking(False)
+            return False
+
+    def wait_frame(self, c: Candidate, deadline: float) -> dict | None:
+        """Next frame from the candidate, or None when it died, hung or broke a limit."""
+        while not c.frames:
+            if c.eof or self.over_limit:
+                return None
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.pump(left)
+        f = c.frames.popleft()
+        return f if isinstance(f, dict) else None
+
+    def death_status(self, c: Candidate, timed_out: bool) -> tuple[str, str]:
+        """Why a candidate stopped answering, from what we did and what the kernel said."""
+        if self.over_limit:
+            return "output_limit", f"output exceeded {self.out_limit} bytes"
+        if timed_out:
+            return "timeout", "wall-clock limit exceeded"
+        if c.bad_frame:
+            return "error", "candidate broke the result protocol"
+        note = self.wait_exit(c.pid, 0.2)
+        if note is None:
+            return "error", "candidate process stopped answering"
+        sig = note.get("signal")
+        if sig == signal.SIGXCPU:
+            return "timeout", "CPU time limit exceeded"
+        if sig == signal.SIGKILL:
+            return "memory", "killed by SIGKILL (most likely out of memory)"
+        if sig:
+            return "error", f"killed by signal {signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig}"
+        return "error", f"process exited with code {note.get('code')}"
+
+    def wait_exit(self, pid: int, wait_s: float) -> dict | None:
+        deadline = time.monotonic() + wait_s
+        while pid not in self.exits and time.monotonic() < deadline:
+            self.pump(deadline - time.monotonic())
+        return self.exits.pop(pid, None)
+
+    # ---------------------------------------------------------------- verdict
+    def fork_verdict(self, spec: dict, start: int, lim: dict, n_units: int) -> Verdict:
+        ours, theirs = socket.socketpair()
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                keep = theirs.fileno()
+                os.closerange(3, keep)
+                os.closerange(keep + 1, 65536)
+                os.setsid()
+                os.chdir("/")
+                limits.apply_rlimits(
+                    memory_mb=max(1024, lim["memory_mb"]),
+                    nproc=4,
+                    fsize_mb=0,
+                    nofile=64,
+                    cpu_s=int(lim["timeout_s"] * (n_units + 2)) + 2,
+                )
+                limits.drop_privileges(self.v_uid)
+                verdict.main(theirs, spec, start)
+            except BaseException:  # noqa: BLE001
+                code = 1
+            os._exit(code)
+        theirs.close()
+        ours.setblocking(False)
+        v = Verdict(pid, ours)
+        self.sel.register(ours, READ, ("v", v))
+        return v
+
+    def send_verdict(self, obj: dict) -> None:
+        if self.v and not self.v.eof:
+            try:
+                framing.send_frame(self.v.sock, obj, timeout=GRACE_S)
+            except (OSError, TimeoutError):
+                self.v.eof = True
+            self.v.sock.setblocking(False)
+
+    def kill_verdict(self) -> None:
+        v, self.v = self.v, None
+        if not v:
+            return
+        limits.kill_group(v.pid)
+        self._unregister(v.sock)
+        v.sock.close()
+        try:
+            os.waitpid(v.pid, 0)
+        except ChildProcessError:
+            pass
+
+    # ------------------------------------------------------------------- jobs
+    def run_job(self, msg: dict) -> None:
+        lim = msg["limits"]
+        self.out_limit = int(lim["output_bytes"])
+        self.keep_limit = KEEP_BYTES if msg["op"] == "run" else self.out_limit
+        self.kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self.truncated = False
+        self.exits.clear()
+        scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}-{self.jobs}", self.c_uid)
+        t0 = time.monotonic()
+        try:
+            if msg["op"] == "exec":
+                summary = self.run_exec(msg, scratch, lim)
+            elif msg["tests"]["kind"] == "stdio":
+                summary = self.run_stdio(msg, scratch, lim)
+            else:
+                summary = self.run_function(msg, scratch, lim)
+        finally:
+            if self.cand:
+                self.kill_candidate(self.cand)
+                self.cand = None
+            self.kill_verdict()
+            limits.kill_uid(self.c_uid)
+            limits.kill_uid(self.v_uid)
+            limits.remove_tree(scratch)
+            limits.remove_files_of({self.c_uid, self.v_uid})
+        summary["wall_s"] = round(time.monotonic() - t0, 6)
+        summary["stdout"] = self.kept["stdout"].decode("utf-8", "replace")
+        summary["stderr"] = self.kept["stderr"].decode("utf-8", "replace")
+        summary["output_truncated"] = self.truncated
+        self.emit(summary)
+        self.spare = self.spawn()
+
+    def load_message(self, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
+        return {
+            "op": op,
+            "program": program,
+            "scratch": scratch,
+            "uid": self.c_uid,
+            "hide_prefix": self.cfg.get("hide_prefix", "\0"),
+            "limits": {
+                "memory_mb": lim["memory_mb"],
+                "nproc": lim["nproc"],
+                "fsize_mb": lim["fsize_mb"],
+                "nofile": lim["nofile"],
+                "cpu_s": int(lim["timeout_s"] * (n_units + 1)) + 1,
+            },
+        }
+
+    def start_unit(self, lim: dict) -> float:
+        self.unit_out = 0
+        self.over_limit = False
+        return time.monotonic() + float(lim["timeout_s"])
+
+    def load_candidate(self, program: str, scratch: str, lim: dict, n_units: int) -> tuple[Candidate, dict]:
+        """A fresh candidate with the program loaded; reports syntax and top-level outcome."""
+        c = self.take_candidate()
+        deadline = self.start_unit(lim)
+        outcome = {"syntax_ok": False, "runs": False, "message": ""}
+        if not self.send_candidate(c, self.load_message("load", program, scratch, lim, n_units)):
+            outcome["message"] = "candidate did not accept the program"
+            return c, outcome
+        first = self.wait_frame(c, deadline)
+        if first is None:
+            outcome["message"] = self.death_status(c, time.monotonic() >= deadline)[1]
+            return c, outcome
+        outcome["syntax_ok"] = bool(first.get("syntax_ok"))
+        outcome["message"] = str(first.get("message", ""))[:500]
+        if not outcome["syntax_ok"]:
+            return c, outcome
+        second = self.wait_frame(c, deadline)
+        if second is None:
+            status, why = self.death_status(c, time.monotonic() >= deadline)
+            outcome["message"] = f"{status}: {why}"
+            return c, outcome
+        outcome["runs"] = second.get("runs") is True
+        outcome["message"] = str(second.get("message", ""))[:500]
+        return c, outcome
+
+    def run_function(self, msg: dict, scratch: str, lim: dict) -> dict:
+        spec = msg["tests"]
+        try:
+            labels = verdict.unit_labels(spec)
+        except (SyntaxError, ValueError, KeyError, TypeError) as exc:
+            return {"event": "done", "error": f"bad tests: {exc}"[:300], "syntax_ok": False, "runs": False,
+                    "passed": 0, "total": 0, "tests": []}
+        n = len(labels)
+        self.cand, outcome = self.load_candidate(msg["program"], scratch, lim, n)
+        self.emit({"event": "load", **outcome, "total": n})
+        results: list[dict | None] = [None] * n
+        if not outcome["runs"]:
+            why = "program has a syntax error" if not outcome["syntax_ok"] else "program did not run"
+            for i in range(n):
+                results[i] = {"status": "error", "time_s": 0.0, "message": f"{why}: {outcome['message']}"[:300]}
+                self.emit({"event": "test", "index": i, **results[i]})
+        else:
+            self.relay(msg, scratch, lim, spec, labels, results)
+        passed = sum(1 for r in results if r and r["status"] == "passed")
+        return {"event": "done", **outcome, "passed": passed, "total": n, "tests": results}
+
+    def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, labels: list, results: list) -> None:
+        n = len(labels)
+        self.v = self.fork_verdict(spec, 0, lim, n)
+        current: int | None = None
+        started = 0.0
+        deadline = float("inf")
+        pending: int | None = None
+        override: tuple[str, str] | None = None
+        call_id = 0
+        job_deadline = time.monotonic() + float(lim["timeout_s"]) * (n + 2) + 10
+
+        def record(i: int, status: str, message: str) -> None:
+            results[i] = {"status": status, "time_s": round(time.monotonic() - started, 6), "message": message[:300]}
+            self.emit({"event": "test", "index": i, **results[i]})
+
+        def next_start() -> int:
+            return next((i for i, r in enumerate(results) if r is None), n)
+
+        while True:
+            now = time.monotonic()
+            if now > job_deadline:
+                for i in range(n):
+                    if results[i] is None:
+                        results[i] = {"status": "timeout", "time_s": 0.0, "message": "job time limit"}
+                        self.emit({"event": "test", "index": i, **results[i]})
+                return
+            v = self.v
+            while v and v.frames:
+                f = v.frames.popleft()
+                op = f.get("op") if isinstance(f, dict) else None
+                if op == "begin":
+                    current = int(f["index"])
+                    started = time.monotonic()
+                    deadline = self.start_unit(lim)
+                    override = None
+                elif op == "call":
+                    if self.cand is None or self.cand.eof:
+                        if self.cand:
+                            self.kill_candidate(self.cand)
+                        saved = (self.unit_out, self.over_limit)
+                        self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
+                        self.unit_out, self.over_limit = saved
+                        if not again["runs"]:
+                            self.send_verdict({"abort": "the program failed to load again"})
+                            override = override or ("error", "program failed to reload: " + again["message"])
+                            continue
+                    call_id += 1
+                    f["id"] = call_id
+                    f.pop("op", None)
+                    f["op"] = "call"
+                    if self.send_candidate(self.cand, f):
+                        pending = call_id
+                    else:
+                        override = ("error", "candidate stopped reading its calls")
+                        self.kill_candidate(self.cand)
+                        self.send_verdict({"abort": "candidate stopped reading"})
+                elif op == "end":
+                    i = int(f["index"])
+                    status, message = f.get("status", "error"), str(f.get("message", ""))
+                    if override:
+                        status, message = override
+                    elif status == "aborted":
+                        status = "error"
+                    record(i, status, message)
+                    current = None
+                    deadline = float("inf")
+                elif op == "plan_error":
+                    for i in range(n):
+                        if results[i] is None:
+                            record(i, "error", "test code failed: " + str(f.get("message", "")))
+                    return
+                elif op == "done":
+                    for i in range(n):
+                        if results[i] is None:
+                            record(i, "error", "test did not run")
+                    return
+            c = self.cand
+            if c and pending is not None:
+                if c.frames:
+                    reply = c.frames.popleft()
+                    if not isinstance(reply, dict) or reply.get("id") != pending:
+                        override = ("error", "candidate broke the result protocol")
+                        self.kill_candidate(c)
+                        self.cand = None
+                        self.send_verdict({"abort": "protocol"})
+                    else:
+                        reply.pop("id", None)
+                        if reply.get("exc_type") == "MemoryError":
+                            override = ("memory", "MemoryError")
+                        self.send_verdict(reply)
+                    pending = None
+                elif c.eof or self.over_limit:
+                    override = self.death_status(c, False)
+                    self.kill_candidate(c)
+                    self.cand = None
+                    self.send_verdict({"abort": override[0]})
+                    pending = None
+            if self.v and self.v.eof and not self.v.frames:
+                self.kill_verdict()
+                if current is not None and results[current] is None:
+                    st, why = override or ("error", "test process died")
+                    record(current, st, why)
+                    current = None
+                start = next_start()
+                if start >= n:
+                    return
+                self.v = self.fork_verdict(spec, start, lim, n)
+                continue
+            if current is not None and time.monotonic() > deadline:
+                if pending is not None and self.cand:
+                    self.kill_candidate(self.cand)
+                    self.cand = None
+                    override = ("timeout", "wall-clock limit exceeded")
+                    self.send_verdict({"abort": "timeout"})
+                    pending = None
+                    deadline = time.monotonic() + GRACE_S
+                else:
+                    self.kill_verdict()
+                    record(current, "timeout", "wall-clock limit exceeded")
+                    current = None
+                    deadline = float("inf")
+                    start = next_start()
+                    if start >= n:
+                        return
+                    self.v = self.fork_verdict(spec, start, lim, n)
+                continue
+            if (self.v and self.v.frames) or (self.cand and pending is not None and self.cand.frames):
+                continue
+            self.pump(min(deadline, job_deadline) - time.monotonic())
+
+    # ------------------------------------------------------------- stdio/exec
+    def run_once(self, program: str, stdin: str, scratch: str, lim: dict, n_units: int) -> dict:
+        """Run the program as a script once; what it printed and how it ended."""
+        c = self.take_candidate()
+        self.cand = c
+        deadline = self.start_unit(lim)
+        t0 = time.monotonic()
+        before = {k: len(v) for k, v in self.kept.items()}
+        out = {"syntax_ok": True, "exit": None, "status": "finished", "message": ""}
+        c.pending_stdin = stdin.encode("utf-8", "surrogateescape")
+        if not self.send_candidate(c, self.load_message("main", program, scratch, lim, n_units)):
+            out.update(status="error", message="candidate did not start")
+        else:
+            if c.pending_stdin:
+                self.sel.register(c.stdin_w, WRITE, ("cin", c))
+            else:
+                self._close_fd(c, "stdin_w")
+            first = self.wait_frame(c, deadline)
+            if first is not None and not first.get("syntax_ok"):
+                out.update(syntax_ok=False, status="error", message=str(first.get("message", ""))[:500])
+            else:
+                ended = self.wait_frame(c, deadline) if first is not None else None
+                while (c.open_pipes > 0 or not c.eof) and not self.over_limit and time.monotonic() < deadline:
+                    self.pump(deadline - time.monotonic())
+                timed_out = time.monotonic() >= deadline and (c.open_pipes > 0 or not c.eof)
+                if self.over_limit or timed_out:
+                    st, why = self.death_status(c, timed_out)
+                    out.update(status=st, message=why)
+                else:
+                    note = self.wait_exit(c.pid, GRACE_S)
+                    if note and note.get("signal"):
+                        st, why = self.death_status_from(note)
+                        out.update(status=st, message=why, exit=-int(note["signal"]))
+                    elif note is not None:
+                        out["exit"] = int(note.get("code", 1))
+                    elif ended is not None:
+                        out["exit"] = int(ended.get("exit", 1))
+                    if out["exit"] not in (0, None) and out["status"] == "finished":
+                        out["status"] = "error"
+                        out["message"] = f"exit code {out['exit']}"
+        self.kill_candidate(c)
+        self.cand = None
+        limits.kill_uid(self.c_uid)
+        out["time_s"] = round(time.monotonic() - t0, 6)
+        out["stdout_bytes"] = bytes(self.kept["stdout"][before["stdout"]:])
+        out["stderr_bytes"] = bytes(self.kept["stderr"][before["stderr"]:])
+        return out
+
+    def death_status_from(self, note: dict) -> tuple[str, str]:
+        sig = note.get("signal")
+        if sig == signal.SIGXCPU:
+            return "timeout", "CPU time limit exceeded"
+        if sig == signal.SIGKILL:
+            return "memory", "killed by SIGKILL (most likely out of memory)"
+        return "error", f"killed by signal {sig}"
+
+    def run_stdio(self, msg: dict, scratch: str, lim: dict) -> dict:
+        spec = msg["tests"]
+        cases = spec["cases"]
+        n = len(cases)
+        tol = spec.get("float_tolerance")
+        results = []
+        syntax_ok, runs = True, False
+        self.keep_limit = max(self.out_limit, KEEP_BYTES)
+        for i, case in enumerate(cases):
+            mark = len(self.kept["stdout"])
+            out = self.run_once(msg["program"], case.get("stdin", ""), scratch, lim, 1)
+            if not out["syntax_ok"]:
+                syntax_ok = False
+                self.emit({"event": "load", "syntax_ok": False, "runs": False, "message": out["message"], "total": n})
+                for j in range(n):
+                    r = {"status": "error", "time_s": 0.0, "message": "program has a syntax error: " + out["message"]}
+                    results.append(r)
+                    self.emit({"event": "test", "index": j, **r})
+                break
+            if i == 0:
+                self.emit({"event": "load", "syntax_ok": True, "runs": True, "message": "", "total": n})
+            if out["status"] == "finished" and out["exit"] == 0:
+                runs = True
+            text = out["stdout_bytes"].decode("utf-8", "replace")
+            del self.kept["stdout"][mark:]  # keep per-job output small: only the first case's is reported
+            if i == 0:
+                self.kept["stdout"] += out["stdout_bytes"][:KEEP_BYTES]
+            if out["status"] != "finished":
+                r = {"status": out["status"], "message": out["message"]}
+            elif stdout_matches(text, case["stdout"], tol):
+                r = {"status": "passed", "message": ""}
+            else:
+                r = {"status": "failed", "message": "wrong output: " + _first_difference(text, case["stdout"])}
+            r["time_s"] = out["time_s"]
+            results.append(r)
+            self.emit({"event": "test", "index": i, **r})
+        self.kept["stderr"] = self.kept["stderr"][:KEEP_BYTES]
+        passed = sum(1 for r in results if r["status"] == "passed")
+        return {"event": "done", "syntax_ok": syntax_ok, "runs": runs, "message": "", "passed": passed,
+                "total": n, "tests": results}
+
+    def run_exec(self, msg: dict, scratch: str, lim: dict) -> dict:
+        for f in msg.get("files", []):
+            _write_file(scratch, f["path"], base64.b64decode(f["content_b64"]), self.c_uid)
+        out = self.run_once(msg["program"], msg.get("stdin", ""), scratch, lim, 1)
+        files = {}
+        for rel in msg.get("fetch_files", []):
+            data = _read_file(scratch, rel, self.out_limit)
+            if data is not None:
+                files[rel] = base64.b64encode(data).decode("ascii")
+        status = out["status"] if out["syntax_ok"] else "error"
+        return {
+            "event": "exec_done",
+            "status": status,
+            "syntax_ok": out["syntax_ok"],
+            "return_code": out["exit"],
+            "message": out["message"],
+            "time_s": out["time_s"],
+            "exec_stdout": out["stdout_bytes"].decode("utf-8", "replace"),
+            "exec_stderr": out["stderr_bytes"].decode("utf-8", "replace"),
+            "files": files,
+        }
+
+
+def _safe_path(scratch: str, rel: str) -> str | None:
+    path = os.path.normpath(os.path.join(scratch, rel))
+    if not path.startswith(scratch.rstrip("/") + "/"):
+        return None
+    return path
+
+
+def _write_file(scratch: str, rel: str, data: bytes, uid: int) -> None:
+    path = _safe_path(scratch, rel)
+    if path is None:
+        return
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    if limits.can_switch_uid():
+        os.chown(path, uid, uid)
+
+
+def _read_file(scratch: str, rel: str, cap: int) -> bytes | None:
+    """Read a file the candidate left, refusing links out of the scratch directory."""
+    path = _safe_path(scratch, rel)
+    if path is None or os.path.realpath(path) != path:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not __import__("stat").S_ISREG(os.fstat(fd).st_mode):
+            return None
+        return os.read(fd, cap)
+    finally:
+        os.close(fd)
+
+
+def _first_difference(actual: str, expected: str) -> str:
+    a = actual.rstrip().splitlines()
+    e = expected.rstrip().splitlines()
+    for i, (x, y) in enumerate(zip(a, e)):
+        if x.rstrip() != y.rstrip():
+            return f"line {i + 1}: expected {y[:60]!r}, got {x[:60]!r}"
+    return f"expected {len(e)} lines, got {len(a)}"

@@ -1,0 +1,286 @@
+"""The verdict process: runs the test code against proxies of the candidate.
+
+No candidate code is ever loaded here. Each name the tests use but do not define is a
+proxy that sends the call's arguments (as plain data) through the supervisor to the
+candidate process and rebuilds the plain-data answer as fresh builtins. Assertions,
+comparisons and exceptions therefore all run on values the candidate cannot reach.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib
+import socket
+import sys
+from typing import Any
+
+from . import codec, framing
+
+BUILTIN_NAMES = set(dir(builtins))
+STDLIB = set(getattr(sys, "stdlib_module_names", ()))
+
+
+class Aborted(BaseException):
+    """The supervisor stopped the candidate (timeout, crash, limits); not catchable by tests."""
+
+
+class Unit:
+    def __init__(self, name: str, run) -> None:
+        self.name = name
+        self.run = run
+
+
+class Channel:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, obj: Any) -> None:
+        framing.send_frame(self.sock, obj)
+
+    def recv(self) -> Any:
+        msg = framing.recv_frame(self.sock)
+        if msg is None:
+            raise Aborted("supervisor gone")
+        return msg
+
+
+def _exception(name: str, message: str) -> BaseException:
+    cls = getattr(builtins, name, None)
+    if isinstance(cls, type) and issubclass(cls, Exception):
+        try:
+            return cls(message)
+        except Exception:  # noqa: BLE001
+            pass
+    return RuntimeError(f"{name}: {message}")
+
+
+def make_proxy(chan: Channel, name: str):
+    def proxy(*args: Any, **kwargs: Any) -> Any:
+        try:
+            enc_args = codec.encode(list(args))
+            enc_kwargs = codec.encode(dict(kwargs))
+        except codec.Unencodable as exc:
+            raise TypeError(f"argument for {name} cannot be sent to the candidate: {exc}") from None
+        chan.send({"op": "call", "name": name, "args": enc_args, "kwargs": enc_kwargs})
+        reply = chan.recv()
+        if "abort" in reply:
+            raise Aborted(reply["abort"])
+        if "args_after" in reply:
+            _write_back(args, codec.decode(reply["args_after"]))
+        if reply.get("ok"):
+            return codec.decode(reply["value"])
+        raise _exception(str(reply.get("exc_type", "Exception")), str(reply.get("message", "")))
+
+    proxy.__name__ = proxy.__qualname__ = name
+    return proxy
+
+
+def _write_back(originals: tuple, updated: list) -> None:
+    """Mirror in-place changes the candidate made to its arguments (sort-in-place tests)."""
+    for orig, new in zip(originals, updated):
+        try:
+            if type(orig) is list and type(new) is list:
+                orig[:] = new
+            elif type(orig) is dict and type(new) is dict:
+                orig.clear()
+                orig.update(new)
+            elif type(orig) is set and type(new) is set:
+                orig.clear()
+                orig.update(new)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class _Names(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.loaded: set[str] = set()
+        self.bound: set[str] = set()
+
+    def visit_Name(self, node: ast.Name) -> None:
+        (self.loaded if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
+
+    def _def(self, node) -> None:
+        self.bound.add(node.name)
+        self.generic_visit(node)
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _def
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self.bound.add(node.arg)
+
+    def visit_alias(self, node: ast.alias) -> None:
+        self.bound.add((node.asname or node.name).split(".")[0])
+
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        if node.name:
+            self.bound.add(node.name)
+        self.generic_visit(node)
+
+
+def free_names(*trees: ast.AST) -> set[str]:
+    v = _Names()
+    for t in trees:
+        v.visit(t)
+    return v.loaded - v.bound - BUILTIN_NAMES
+
+
+def bind_free_names(chan: Channel, names: set[str], ns: dict) -> None:
+    for name in sorted(names):
+        if name in STDLIB:
+            try:
+                ns[name] = importlib.import_module(name)
+                continue
+            except Exception:  # noqa: BLE001
+                pass
+        ns[name] = make_proxy(chan, name)
+
+
+def _run_code(code, ns: dict) -> None:
+    exec(code, ns)
+
+
+def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
+    setup = spec.get("setup", "") or ""
+    trees = [ast.parse(setup)] + [ast.parse(a) for a in spec["asserts"]]
+    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
+    bind_free_names(chan, free_names(*trees), ns)
+    if setup.strip():
+        exec(compile(trees[0], "<setup>", "exec"), ns)
+    units = []
+    for i, (src, tree) in enumerate(zip(spec["asserts"], trees[1:])):
+        code = compile(tree, f"<test {i}>", "exec")
+        units.append(Unit(src.strip()[:200], lambda code=code: _run_code(code, ns)))
+    return units
+
+
+def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
+    tree = ast.parse(spec["test"])
+    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
+    names = free_names(tree)
+    entry = spec["entry_point"]
+    bind_free_names(chan, names, ns)
+    candidate = make_proxy(chan, entry)
+    exec(compile(tree, "<test>", "exec"), ns)
+    check = ns.get("check")
+    if not callable(check):
+        raise ValueError("the test code defines no check(candidate) function")
+    if spec.get("split_asserts", True):
+        units = _split_check(spec["test"], tree, ns, candidate, names | {entry})
+        if units:
+            return units
+    return [Unit("check(candidate)", lambda: check(candidate))]
+
+
+def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | None:
+    """Each assert of a flat check() is a test; leading imports and assignments are its setup."""
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
+    if fn is None or len(fn.args.args) != 1 or fn.args.vararg or fn.args.kwarg:
+        return None
+    param = fn.args.args[0].arg
+    body = list(fn.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    body = [s for s in body if not isinstance(s, ast.Pass)]
+    setup, asserts = [], []
+    for stmt in body:
+        if isinstance(stmt, ast.Assert):
+            asserts.append(stmt)
+        elif asserts or not isinstance(stmt, (ast.Import, ast.ImportFrom, ast.Assign)):
+            return None
+        else:
+            setup.append(stmt)
+    if len(asserts) < 2:
+        return None
+    uses = cand_names | {param}
+    # an assert that never touches the candidate (`assert True`) tests nothing
+    relevant = [a for a in asserts if any(isinstance(n, ast.Name) and n.id in uses for n in ast.walk(a))]
+    if not relevant:
+        return None
+    return [
+        ((ast.get_source_segment(source, stmt) or f"assert #{i}").strip()[:200], setup, stmt, param)
+        for i, stmt in enumerate(relevant)
+    ]
+
+
+def _split_check(source: str, tree: ast.Module, ns: dict, candidate, cand_names: set[str]) -> list[Unit] | None:
+    shape = _split_shape(source, tree, cand_names)
+    if not shape:
+        return None
+    units = []
+    for i, (label, setup, stmt, param) in enumerate(shape):
+        mod = ast.Module(body=setup + [stmt], type_ignores=[])
+        code = compile(ast.fix_missing_locations(mod), f"<check assert {i}>", "exec")
+
+        def run(code=code, param=param) -> None:
+            local_ns = dict(ns)
+            local_ns[param] = candidate
+            exec(code, local_ns)
+
+        units.append(Unit(label, run))
+    return units
+
+
+def plan_call(chan: Channel, spec: dict) -> list[Unit]:
+    fn = make_proxy(chan, spec["fn_name"])
+    tol = spec.get("float_tolerance")
+    units = []
+    for i, case in enumerate(spec["cases"]):
+        def run(case=case) -> None:
+            got = fn(*case.get("args", []), **case.get("kwargs", {}))
+            if not codec.values_equal(got, case.get("expected"), tol):
+                raise AssertionError(f"expected {_short(case.get('expected'))}, got {_short(got)}")
+
+        units.append(Unit(f"case {i}", run))
+    return units
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def unit_labels(spec: dict) -> list[str]:
+    """The tests a spec holds, from its syntax alone (no code runs): the supervisor knows
+    the count before any process starts, and the verdict process builds the same list."""
+    if spec["kind"] == "call":
+        return [f"case {i}" for i in range(len(spec["cases"]))]
+    if "asserts" in spec:
+        return [a.strip()[:200] for a in spec["asserts"]]
+    tree = ast.parse(spec["test"])
+    split = _split_shape(spec["test"], tree, free_names(tree) | {spec["entry_point"]}) if spec.get("split_asserts", True) else None
+    return [label for label, _setup, _stmt, _param in split] if split else ["check(candidate)"]
+
+
+def build_plan(chan: Channel, spec: dict) -> list[Unit]:
+    if spec["kind"] == "call":
+        return plan_call(chan, spec)
+    if "asserts" in spec:
+        return plan_assert_list(chan, spec)
+    return plan_assert_check(chan, spec)
+
+
+def main(sock: socket.socket, spec: dict, start: int) -> None:
+    """Run units from `start` on, reporting begin/end of each to the supervisor."""
+    chan = Channel(sock)
+    try:
+        units = build_plan(chan, spec)
+    except Aborted:
+        return
+    except BaseException as exc:  # noqa: BLE001 - bad test code is the task's fault
+        chan.send({"op": "plan_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
+        return
+    chan.send({"op": "plan", "names": [u.name for u in units]})
+    for i in range(start, len(units)):
+        chan.send({"op": "begin", "index": i})
+        status, message = "passed", ""
+        try:
+            units[i].run()
+        except Aborted as exc:
+            status, message = "aborted", str(exc)
+        except AssertionError as exc:
+            status, message = "failed", (str(exc) or "assertion failed")[:300]
+        except BaseException as exc:  # noqa: BLE001
+            status, message = "error", f"{type(exc).__name__}: {exc}"[:300]
+        chan.send({"op": "end", "index": i, "status": status, "message": message})
+    chan.send({"op": "done"})
