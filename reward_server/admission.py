@@ -1,0 +1,71 @@
+"""Bounded admission: a fixed number of jobs run at once, a fixed number wait; beyond that
+the server refuses the whole request up front (429 + Retry-After) instead of queueing
+without bound. Work that was accepted is always finished, also during shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+
+
+class Admission:
+    def __init__(self, max_inflight: int, max_queued: int, min_retry_after_s: float = 1.0):
+        self.max_inflight = max_inflight
+        self.limit = max_inflight + max_queued
+        self.min_retry_after_s = min_retry_after_s
+        self.admitted = 0  # accepted, not yet answered
+        self.running = 0  # holding a slot
+        self.draining = False
+        self._slots = asyncio.Semaphore(max_inflight)
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._job_s = 0.05  # EWMA of one job's time in a slot, for Retry-After
+
+    @property
+    def queued(self) -> int:
+        return max(0, self.admitted - self.running)
+
+    def try_admit(self, n: int) -> bool:
+        """Accept n jobs or none. A request larger than the whole limit is still accepted
+        when nothing else is admitted, so that no valid request is refused forever."""
+        if self.draining:
+            return False
+        if self.admitted > 0 and self.admitted + n > self.limit:
+            return False
+        self.admitted += n
+        self._idle.clear()
+        return True
+
+    def release(self, n: int = 1) -> None:
+        self.admitted -= n
+        if self.admitted <= 0:
+            self.admitted = 0
+            self._idle.set()
+
+    @contextlib.asynccontextmanager
+    async def slot(self):
+        async with self._slots:
+            self.running += 1
+            t0 = time.perf_counter()
+            try:
+                yield
+            finally:
+                self.running -= 1
+                self._job_s = 0.9 * self._job_s + 0.1 * (time.perf_counter() - t0)
+
+    def retry_after(self, n: int = 1) -> int:
+        """Seconds until roughly n more jobs would fit: the backlog divided by the throughput."""
+        backlog = max(0, self.admitted + n - self.limit) + self.queued
+        est = backlog * self._job_s / max(1, self.max_inflight)
+        return max(math.ceil(self.min_retry_after_s), min(60, math.ceil(est)))
+
+    async def drain(self, timeout: float) -> bool:
+        """Stop accepting; wait until every accepted job has been answered."""
+        self.draining = True
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout)
+            return True
+        except asyncio.TimeoutError:
+            return False

@@ -1,0 +1,84 @@
+"""`reward-server serve ...`: run the HTTP server (uvicorn) on a sandbox pool."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from reward_server.settings import Settings
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Code-verifier reward server for GRPO training.")
+
+
+@app.callback()
+def _main() -> None:
+    """Code-verifier reward server for GRPO training."""
+
+
+@app.command()
+def serve(
+    host: str | None = typer.Option(None, help="bind address [env REWARD_SERVER_HOST, default 127.0.0.1]"),
+    port: int | None = typer.Option(None, help="port [env REWARD_SERVER_PORT, default 8000]"),
+    sandbox: str | None = typer.Option(None, help="sandbox host: auto|docker|bwrap|socketdir [default auto]"),
+    pool: int | None = typer.Option(None, "--pool", help="runners in the pool [default: the host's choice]"),
+    sandbox_option: list[str] = typer.Option([], "--sandbox-option", help="extra host option KEY=VALUE (JSON value), repeatable"),
+    max_items: int | None = typer.Option(None, help="items per request"),
+    max_body_bytes: int | None = typer.Option(None, help="request body cap (413 beyond)"),
+    max_inflight: int | None = typer.Option(None, help="jobs running at once [default: pool capacity]"),
+    max_queued: int | None = typer.Option(None, help="accepted jobs waiting (429 beyond)"),
+    max_timeout_s: float | None = typer.Option(None, help="ceiling for a task's timeout_s"),
+    max_memory_mb: int | None = typer.Option(None, help="ceiling for a task's memory_mb"),
+    auth_token: str | None = typer.Option(None, help="require this bearer token [env REWARD_SERVER_AUTH_TOKEN]"),
+    math_workers: int | None = typer.Option(None, help="math grader worker processes"),
+    log_level: str | None = typer.Option(None, help="debug|info|warning|error"),
+    text_logs: bool = typer.Option(False, "--text-logs", help="plain text logs instead of JSON"),
+) -> None:
+    """Serve /v1/score, /run_code, /get_reward, /healthz, /readyz and /metrics."""
+    import uvicorn  # noqa: PLC0415
+
+    from reward_server.app import create_app  # noqa: PLC0415
+    from reward_server.logs import configure_logging  # noqa: PLC0415
+
+    overrides = {
+        "host": host, "port": port, "sandbox": sandbox, "pool_size": pool, "max_items_per_request": max_items,
+        "max_body_bytes": max_body_bytes, "max_inflight_jobs": max_inflight, "max_queued_jobs": max_queued,
+        "max_timeout_s": max_timeout_s, "max_memory_mb": max_memory_mb, "auth_token": auth_token,
+        "math_workers": math_workers, "log_level": log_level,
+    }
+    overrides = {k: v for k, v in overrides.items() if v is not None}
+    if text_logs:
+        overrides["log_json"] = False
+    if sandbox_option:
+        opts = {}
+        for kv in sandbox_option:
+            k, _, v = kv.partition("=")
+            try:
+                opts[k] = json.loads(v)
+            except json.JSONDecodeError:
+                opts[k] = v
+        overrides["sandbox_options"] = opts
+    settings = Settings(**overrides)
+    configure_logging(settings.log_level, settings.log_json)
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=settings.shutdown_grace_s or None,
+    )
+
+
+@app.command()
+def settings() -> None:
+    """Print the effective settings (flags aside) as JSON."""
+    s = Settings()
+    d = s.model_dump(mode="json")
+    if s.auth_token is not None:
+        d["auth_token"] = "***"
+    typer.echo(json.dumps(d, indent=2))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

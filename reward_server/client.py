@@ -1,0 +1,314 @@
+"""Python client for the reward server: `RewardClient` (sync) and `AsyncRewardClient`.
+
+```python
+async with AsyncRewardClient(["http://a:8000", "http://b:8000"], token="...") as client:
+    results = await client.score([{"completion": text, "task": task}, ...])
+    rewards = [r.reward for r in results]          # None where the sandbox failed
+```
+
+Large batches are split into requests of at most `max_batch` items, sent concurrently and
+spread over the base URLs (least busy first). A request that gets 429 (honouring
+`Retry-After`), 5xx, a timeout or a connection error is retried with exponential backoff and
+jitter, on another server when there is one; other 4xx errors raise `RewardServerError` at
+once (they will not get better). Results come back in item order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+
+from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
+from reward_server.settings import Weights
+
+__all__ = ["AsyncRewardClient", "RewardClient", "RewardServerError", "ScoreItem", "ScoreResult"]
+
+RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+
+
+class RewardServerError(RuntimeError):
+    def __init__(self, message: str, status_code: int | None = None, body: Any = None):
+        super().__init__(message)
+        self.status_code = status_code
+        self.body = body
+
+
+def _norm_url(u: str) -> str:
+    u = u.strip().rstrip("/")
+    for suffix in ("/v1/score", "/v1"):
+        if u.endswith(suffix):
+            u = u[: -len(suffix)]
+    return u
+
+
+def _item_json(it: Any) -> dict:
+    if isinstance(it, ScoreItem):
+        return it.model_dump(mode="json", exclude_none=True)
+    if isinstance(it, dict):
+        return it
+    raise TypeError(f"items must be dicts or ScoreItem, got {type(it).__name__}")
+
+
+def _opt_json(x: Any) -> Any:
+    if x is None or isinstance(x, dict):
+        return x
+    return x.model_dump(mode="json")
+
+
+class _Core:
+    """URL choice, backoff and response parsing shared by both clients."""
+
+    def __init__(self, base_urls: str | Sequence[str], token: str | None, timeout: float, max_batch: int,
+                 max_retries: int, backoff_base: float, backoff_max: float, max_concurrency: int):
+        urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
+        urls = [_norm_url(u) for part in urls for u in part.split(",") if u.strip()]
+        if not urls:
+            raise ValueError("no base URL given")
+        if max_batch < 1:
+            raise ValueError("max_batch must be >= 1")
+        self.urls = urls
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.timeout = timeout
+        self.max_batch = max_batch
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self.max_concurrency = max_concurrency
+        self._busy = dict.fromkeys(urls, 0)
+        self._cool_until = dict.fromkeys(urls, 0.0)
+        self._rr = 0
+        self._lock = threading.Lock()
+
+    def _pick(self, avoid: str | None = None) -> tuple[str, float]:
+        """(url, seconds to wait first): the least busy server not cooling down."""
+        with self._lock:
+            now = time.monotonic()
+            n = len(self.urls)
+            order = [self.urls[(self._rr + i) % n] for i in range(n)]
+            self._rr = (self._rr + 1) % n
+            ready = [u for u in order if self._cool_until[u] <= now and (u != avoid or n == 1)]
+            if not ready:
+                ready = [u for u in order if self._cool_until[u] <= now]
+            if ready:
+                u = min(ready, key=lambda x: self._busy[x])
+                wait = 0.0
+            else:
+                u = min(order, key=lambda x: self._cool_until[x])
+                wait = self._cool_until[u] - now
+            self._busy[u] += 1
+            return u, wait
+
+    def _done(self, url: str) -> None:
+        with self._lock:
+            self._busy[url] -= 1
+
+    def _backoff(self, attempt: int, retry_after: float | None) -> float:
+        d = min(self.backoff_max, self.backoff_base * (2 ** attempt)) * (0.5 + random.random())
+        if retry_after is not None:
+            d = max(d, retry_after + random.random() * min(1.0, retry_after * 0.25 + 0.05))
+        return d
+
+    def _cool(self, url: str, seconds: float) -> None:
+        with self._lock:
+            self._cool_until[url] = max(self._cool_until[url], time.monotonic() + seconds)
+
+    @staticmethod
+    def _retry_after(resp: httpx.Response) -> float | None:
+        v = resp.headers.get("retry-after")
+        if v is None:
+            return None
+        try:
+            return max(0.0, float(v))
+        except ValueError:
+            return None
+
+    def _chunks(self, items: list[dict]) -> list[list[dict]]:
+        return [items[i:i + self.max_batch] for i in range(0, len(items), self.max_batch)]
+
+    def _body(self, chunk: list[dict], weights: Any, extract: Any) -> dict:
+        body: dict[str, Any] = {"items": chunk}
+        if weights is not None:
+            body["weights"] = _opt_json(weights)
+        if extract is not None:
+            body["extract"] = _opt_json(extract)
+        return body
+
+    @staticmethod
+    def _parse(resp: httpx.Response, n: int) -> list[ScoreResult]:
+        data = resp.json()
+        results = [ScoreResult.model_validate(r) for r in data["results"]]
+        if len(results) != n:
+            raise RewardServerError(f"server answered {len(results)} results for {n} items", resp.status_code, data)
+        return results
+
+    @staticmethod
+    def _error(resp: httpx.Response) -> RewardServerError:
+        try:
+            body = resp.json()
+            msg = body.get("message") or body.get("detail")
+        except Exception:
+            body, msg = resp.text, resp.text[:500]
+        return RewardServerError(f"reward server answered {resp.status_code}: {msg}", resp.status_code, body)
+
+
+class AsyncRewardClient(_Core):
+    def __init__(
+        self,
+        base_urls: str | Sequence[str] = "http://127.0.0.1:8000",
+        token: str | None = None,
+        timeout: float = 600.0,
+        max_batch: int = 512,
+        max_retries: int = 8,
+        backoff_base: float = 0.25,
+        backoff_max: float = 30.0,
+        max_concurrency: int = 8,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ):
+        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency)
+        limits = httpx.Limits(max_connections=max(16, max_concurrency * 2), max_keepalive_connections=max(16, max_concurrency * 2))
+        self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout, limits=limits, transport=transport)
+
+    async def __aenter__(self) -> AsyncRewardClient:
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def score(
+        self,
+        items: Iterable[dict | ScoreItem],
+        weights: Weights | dict | None = None,
+        extract: ExtractOptions | dict | None = None,
+    ) -> list[ScoreResult]:
+        payload = [_item_json(it) for it in items]
+        if not payload:
+            return []
+        chunks = self._chunks(payload)
+        sem = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(chunk: list[dict]) -> list[ScoreResult]:
+            async with sem:
+                return await self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+
+        parts = await asyncio.gather(*(one(c) for c in chunks))
+        return [r for part in parts for r in part]
+
+    async def post_json(self, path: str, body: dict) -> Any:
+        """POST any JSON body to one of the servers with the same retry policy; returns the JSON."""
+        return await self._post(path, body, None)
+
+    async def _post(self, path: str, body: dict, n: int | None):
+        last: Exception | None = None
+        avoid = None
+        for attempt in range(self.max_retries + 1):
+            url, wait = self._pick(avoid)
+            try:
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                try:
+                    resp = await self._http.post(url + path, json=body)
+                except httpx.TransportError as e:
+                    last = RewardServerError(f"{url}: {type(e).__name__}: {e}")
+                    self._cool(url, self._backoff(attempt, None))
+                    avoid = url
+                    continue
+            finally:
+                self._done(url)
+            if resp.status_code == 200:
+                return self._parse(resp, n) if n is not None else resp.json()
+            if resp.status_code not in RETRY_STATUS:
+                raise self._error(resp)
+            last = self._error(resp)
+            delay = self._backoff(attempt, self._retry_after(resp))
+            self._cool(url, delay)
+            avoid = url
+        raise last or RewardServerError("retries exhausted")
+
+
+class RewardClient(_Core):
+    """The synchronous client: same behaviour, chunks sent from a small thread pool."""
+
+    def __init__(
+        self,
+        base_urls: str | Sequence[str] = "http://127.0.0.1:8000",
+        token: str | None = None,
+        timeout: float = 600.0,
+        max_batch: int = 512,
+        max_retries: int = 8,
+        backoff_base: float = 0.25,
+        backoff_max: float = 30.0,
+        max_concurrency: int = 8,
+        transport: httpx.BaseTransport | None = None,
+    ):
+        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency)
+        limits = httpx.Limits(max_connections=max(16, max_concurrency * 2), max_keepalive_connections=max(16, max_concurrency * 2))
+        self._http = httpx.Client(headers=self.headers, timeout=timeout, limits=limits, transport=transport)
+        self._pool: ThreadPoolExecutor | None = None
+
+    def __enter__(self) -> RewardClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        self._http.close()
+
+    def score(
+        self,
+        items: Iterable[dict | ScoreItem],
+        weights: Weights | dict | None = None,
+        extract: ExtractOptions | dict | None = None,
+    ) -> list[ScoreResult]:
+        payload = [_item_json(it) for it in items]
+        if not payload:
+            return []
+        chunks = self._chunks(payload)
+        if len(chunks) == 1:
+            return self._post("/v1/score", self._body(chunks[0], weights, extract), len(chunks[0]))
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="reward-client")
+        futs = [self._pool.submit(self._post, "/v1/score", self._body(c, weights, extract), len(c)) for c in chunks]
+        return [r for f in futs for r in f.result()]
+
+    def post_json(self, path: str, body: dict) -> Any:
+        return self._post(path, body, None)
+
+    def _post(self, path: str, body: dict, n: int | None):
+        last: Exception | None = None
+        avoid = None
+        for attempt in range(self.max_retries + 1):
+            url, wait = self._pick(avoid)
+            try:
+                if wait > 0:
+                    time.sleep(wait)
+                try:
+                    resp = self._http.post(url + path, json=body)
+                except httpx.TransportError as e:
+                    last = RewardServerError(f"{url}: {type(e).__name__}: {e}")
+                    self._cool(url, self._backoff(attempt, None))
+                    avoid = url
+                    continue
+            finally:
+                self._done(url)
+            if resp.status_code == 200:
+                return self._parse(resp, n) if n is not None else resp.json()
+            if resp.status_code not in RETRY_STATUS:
+                raise self._error(resp)
+            last = self._error(resp)
+            delay = self._backoff(attempt, self._retry_after(resp))
+            self._cool(url, delay)
+            avoid = url
+        raise last or RewardServerError("retries exhausted")

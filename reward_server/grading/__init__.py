@@ -1,0 +1,1 @@
+"""Grading: code (through the sandbox pool) and math (a SymPy-based checker)."""

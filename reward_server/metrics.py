@@ -1,0 +1,78 @@
+"""Prometheus metrics, one registry per app (so several apps can live in one process)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+_REWARD_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0)
+
+
+class _LiveCollector:
+    """Values read at scrape time: admission queue, pool size/liveness/restarts."""
+
+    def __init__(self, admission: Callable[[], Any], pool: Callable[[], Any]):
+        self._admission = admission
+        self._pool = pool
+
+    def collect(self):
+        adm = self._admission()
+        if adm is not None:
+            yield GaugeMetricFamily("reward_server_queue_depth", "accepted jobs waiting for a sandbox slot", value=adm.queued)
+            yield GaugeMetricFamily("reward_server_inflight_jobs", "jobs running in the sandbox pool", value=adm.running)
+            yield GaugeMetricFamily("reward_server_admitted_jobs", "accepted jobs not yet answered", value=adm.admitted)
+            yield GaugeMetricFamily("reward_server_admission_limit", "accepted jobs allowed at once", value=adm.limit)
+        pool = self._pool()
+        if pool is None:
+            return
+        try:
+            st = pool.stats()
+        except Exception:  # a scrape must never fail because the pool is between states
+            return
+        kind = str(getattr(st, "kind", ""))
+        for name, attr, doc in (
+            ("reward_server_pool_size", "size", "runners the pool keeps"),
+            ("reward_server_pool_live", "live", "runners alive now"),
+            ("reward_server_pool_in_flight", "in_flight", "jobs the pool is running"),
+            ("reward_server_pool_capacity", "capacity", "jobs the pool can run at once"),
+        ):
+            g = GaugeMetricFamily(name, doc, labels=["kind"])
+            g.add_metric([kind], float(getattr(st, attr, 0) or 0))
+            yield g
+        for name, attr, doc in (
+            ("reward_server_pool_runner_restarts", "restarts", "runners replaced after dying"),
+            ("reward_server_pool_jobs", "jobs_total", "jobs the pool has run"),
+        ):
+            c = CounterMetricFamily(name, doc, labels=["kind"])
+            c.add_metric([kind], float(getattr(st, attr, 0) or 0))
+            yield c
+
+
+class Metrics:
+    def __init__(self, admission: Callable[[], Any], pool: Callable[[], Any]):
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "reward_server_requests", "HTTP requests by route and status code", ["route", "code"], registry=r
+        )
+        self.latency = Histogram(
+            "reward_server_request_seconds", "HTTP request latency", ["route"], buckets=_LATENCY_BUCKETS, registry=r
+        )
+        self.items = Counter(
+            "reward_server_items", "scored items by task kind and outcome", ["kind", "status"], registry=r
+        )
+        self.item_latency = Histogram(
+            "reward_server_item_seconds", "time to grade one item (queueing included)", ["kind"],
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.rewards = Histogram(
+            "reward_server_reward", "rewards given", ["kind"], buckets=_REWARD_BUCKETS, registry=r
+        )
+        self.rejected = Counter(
+            "reward_server_rejected", "requests refused before any work", ["reason"], registry=r
+        )
+        r.register(_LiveCollector(admission, pool))

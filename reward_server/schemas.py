@@ -1,0 +1,213 @@
+"""Request and response models of the HTTP API (`POST /v1/score`).
+
+The test kinds are exactly the sandbox's models (`sandbox.jobs`), so a task that validates
+here is a job the runner accepts. A callable discriminator picks the test model from
+`kind` (and, for `assert`, from `test` vs `asserts`), so a malformed task gets one precise
+error naming its field instead of four union branches.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+from reward_server.settings import Weights
+from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, StdioTests
+
+__all__ = [
+    "CodeDetail",
+    "CodeTask",
+    "ExtractOptions",
+    "MathTask",
+    "ScoreItem",
+    "ScoreRequest",
+    "ScoreResponse",
+    "ScoreResult",
+    "Task",
+    "TestsSpec",
+    "Weights",
+]
+
+
+def _tests_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        kind = value.get("kind")
+        has_asserts = "asserts" in value
+    else:
+        kind = getattr(value, "kind", None)
+        has_asserts = isinstance(value, AssertListTests)
+    if kind == "assert":
+        return "assert_list" if has_asserts else "assert_check"
+    if kind in ("stdio", "call"):
+        return kind
+    return None
+
+
+TestsSpec = Annotated[
+    Annotated[AssertCheckTests, Tag("assert_check")]
+    | Annotated[AssertListTests, Tag("assert_list")]
+    | Annotated[StdioTests, Tag("stdio")]
+    | Annotated[CallTests, Tag("call")],
+    Discriminator(
+        _tests_tag,
+        custom_error_type="invalid_tests_kind",
+        custom_error_message="tests.kind must be 'assert' (with 'test'+'entry_point' or 'asserts'), 'stdio' or 'call'",
+    ),
+]
+
+
+class CodeTask(BaseModel):
+    """Grade a program by running its tests in the sandbox."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: Literal["code"] = "code"
+    language: Literal["python"] = "python"
+    tests: TestsSpec
+    timeout_s: float | None = Field(None, gt=0, description="per-test wall-clock limit (server default 5 s)")
+    memory_mb: int | None = Field(None, ge=16, description="per-process memory limit (server default 512 MiB)")
+    prefix: str = Field("", description="prepended to the extracted program (e.g. a HumanEval prompt)")
+
+
+class MathTask(BaseModel):
+    """Grade a final answer against a reference. Extra fields are the math grader's options."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: Literal["math"]
+    answer: str = Field(description="the reference answer, LaTeX or plain")
+
+
+def _task_tag(value: Any) -> str | None:
+    t = value.get("type", "code") if isinstance(value, dict) else getattr(value, "type", None)
+    return t if t in ("code", "math") else None
+
+
+Task = Annotated[
+    Annotated[CodeTask, Tag("code")] | Annotated[MathTask, Tag("math")],
+    Discriminator(
+        _task_tag,
+        custom_error_type="invalid_task_type",
+        custom_error_message="task.type must be 'code' or 'math'",
+    ),
+]
+
+
+class ExtractOptions(BaseModel):
+    """How the program is cut out of a completion."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["auto", "last_python_fence", "last_fence", "first_fence", "raw"] = Field(
+        "auto",
+        description="auto: the last ```python fence, else the first fence of any language, else the raw text",
+    )
+    strip_think: bool = Field(True, description="drop everything up to the last </think> first")
+
+
+class ScoreItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | int | None = None
+    completion: str
+    task: Task
+
+
+class ScoreRequest(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "items": [
+                        {
+                            "id": "he0-s0",
+                            "completion": "```python\ndef add(a, b):\n    return a + b\n```",
+                            "task": {
+                                "type": "code",
+                                "language": "python",
+                                "tests": {"kind": "assert", "asserts": ["assert add(1, 2) == 3"]},
+                            },
+                        },
+                        {
+                            "id": "io-s1",
+                            "completion": "```python\nprint(sum(map(int, input().split())))\n```",
+                            "task": {
+                                "type": "code",
+                                "tests": {"kind": "stdio", "cases": [{"stdin": "1 2\n", "stdout": "3\n"}]},
+                                "timeout_s": 2,
+                            },
+                        },
+                        {"id": "m0", "completion": "so the answer is \\boxed{\\frac{1}{2}}", "task": {"type": "math", "answer": "0.5"}},
+                    ],
+                    "weights": {"syntax": 0.1, "runtime": 0.1, "tests": 0.8},
+                }
+            ]
+        },
+    )
+
+    items: list[ScoreItem]
+    weights: Weights | None = None
+    extract: ExtractOptions | None = None
+
+
+class TestDetail(BaseModel):
+    __test__ = False
+    status: str
+    time_s: float = 0.0
+    message: str = ""
+
+
+class CodeDetail(BaseModel):
+    kind: Literal["code"] = "code"
+    syntax_ok: bool
+    runs: bool
+    passed: int
+    total: int
+    tests: list[TestDetail]
+    load_message: str = ""
+    extract_mode: str
+    code_chars: int
+    wall_s: float = 0.0
+
+
+class ScoreResult(BaseModel):
+    """One item's outcome. `reward` is null exactly when `status` is `infra_error`."""
+
+    id: str | int | None = None
+    reward: float | None
+    status: Literal["ok", "infra_error"]
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScoreResponse(BaseModel):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "results": [
+                        {
+                            "id": "he0-s0",
+                            "reward": 1.0,
+                            "status": "ok",
+                            "detail": {
+                                "kind": "code",
+                                "syntax_ok": True,
+                                "runs": True,
+                                "passed": 1,
+                                "total": 1,
+                                "tests": [{"status": "passed", "time_s": 0.001, "message": ""}],
+                                "load_message": "",
+                                "extract_mode": "last_python_fence",
+                                "code_chars": 34,
+                                "wall_s": 0.01,
+                            },
+                        }
+                    ]
+                }
+            ]
+        }
+    )
+
+    results: list[ScoreResult]

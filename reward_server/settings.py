@@ -1,0 +1,57 @@
+"""Server settings, from flags (see `cli.py`) and the environment (`REWARD_SERVER_*`).
+
+Every cap the server enforces lives here so that an operator can size it from the
+outside: `REWARD_SERVER_MAX_QUEUED_JOBS=10000 reward-server serve`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SandboxKind = Literal["auto", "docker", "bwrap", "socketdir"]
+
+
+class Weights(BaseModel):
+    """Reward shaping for code: `syntax*syntax_ok + runtime*runs + tests*passed/total`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    syntax: float = Field(0.1, ge=0, description="weight of `syntax_ok` (the program compiles)")
+    runtime: float = Field(0.1, ge=0, description="weight of `runs` (its top level executes cleanly)")
+    tests: float = Field(0.8, ge=0, description="weight of the passed fraction of tests")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REWARD_SERVER_", env_nested_delimiter="__", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+
+    sandbox: SandboxKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
+    pool_size: int | None = Field(None, ge=1, description="runners in the pool (default: the host's choice)")
+    sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
+
+    max_items_per_request: int = Field(4096, ge=1)
+    max_body_bytes: int = Field(64 << 20, ge=1024)
+    max_code_bytes: int = Field(256 << 10, ge=64, description="largest completion per item")
+    max_timeout_s: float = Field(30.0, gt=0, le=120, description="ceiling for a task's per-test timeout_s")
+    max_memory_mb: int = Field(4096, ge=16, le=16384, description="ceiling for a task's memory_mb")
+
+    max_inflight_jobs: int | None = Field(
+        None, ge=1, description="jobs handed to the pool at once (default: the pool's capacity)"
+    )
+    max_queued_jobs: int = Field(4096, ge=0, description="accepted jobs waiting for a slot; beyond: 429")
+    retry_after_s: float = Field(1.0, gt=0, description="smallest Retry-After on a 429")
+    shutdown_grace_s: float = Field(60.0, ge=0, description="how long shutdown waits for accepted work")
+
+    auth_token: SecretStr | None = Field(None, description="when set, every route but the health checks needs it")
+
+    default_weights: Weights = Field(default_factory=Weights)
+
+    log_level: str = "info"
+    log_json: bool = True
+
+    math_workers: int = Field(2, ge=1)
