@@ -1,0 +1,399 @@
+"""The async pool the server uses: runners on some host, jobs spread over them.
+
+Each runner serves several connections at once; a connection is a warm supervisor plus
+spawner inside the runner, so connections are kept and reused between jobs. A runner that
+dies (killed, OOM, container gone) is replaced, and the job it held is retried once on
+another runner; if that fails too the caller gets InfraError, never a candidate failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
+from sandbox.jobs import ExecRequest, ExecResult, Job, JobResult, TestResult
+from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
+
+log = logging.getLogger("sandbox.pool")
+
+HostKind = Literal["auto", "docker", "bwrap", "socketdir"]
+
+
+class InfraError(RuntimeError):
+    """The sandbox could not run a job (runner lost twice, none alive): not the candidate's fault."""
+
+
+class RunnerLost(Exception):
+    pass
+
+
+class PoolStats(BaseModel):
+    kind: str
+    size: int
+    live: int
+    in_flight: int
+    capacity: int
+    restarts: int
+    jobs_total: int
+    infra_errors: int
+
+
+class _Conn:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    async def send(self, obj: Any) -> None:
+        self.writer.write(encode_frame(obj))
+        await self.writer.drain()
+
+    async def recv(self) -> Any:
+        header = await self.reader.readexactly(HEADER.size)
+        (size,) = HEADER.unpack(header)
+        if size > MAX_FRAME:
+            raise RunnerLost("oversized frame from runner")
+        return json.loads(await self.reader.readexactly(size))
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.writer.close()
+
+
+class _Runner:
+    def __init__(self, handle: RunnerHandle) -> None:
+        self.handle = handle
+        self.idle: list[_Conn] = []
+        self.in_flight = 0
+        self.alive = True
+
+    def drop_connections(self) -> None:
+        for c in self.idle:
+            c.close()
+        self.idle.clear()
+
+
+class SandboxPool:
+    def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0) -> None:
+        if size < 1 or per_runner < 1:
+            raise ValueError("size and per_runner must be >= 1")
+        self.host = host
+        self.size = size
+        self.per_runner = per_runner
+        self.health_interval = health_interval
+        self.runners: list[_Runner | None] = [None] * size
+        self._cond: asyncio.Condition | None = None
+        self._replacing: set[int] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self._health: asyncio.Task | None = None
+        self._closed = False
+        self.restarts = 0
+        self.jobs_total = 0
+        self.infra_errors = 0
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def kind(self) -> str:
+        return self.host.kind
+
+    @property
+    def capacity(self) -> int:
+        return self.size * self.per_runner
+
+    @property
+    def ready(self) -> bool:
+        return any(r is not None and r.alive for r in self.runners)
+
+    def stats(self) -> PoolStats:
+        live = [r for r in self.runners if r is not None and r.alive]
+        return PoolStats(
+            kind=self.kind, size=self.size, live=len(live),
+            in_flight=sum(r.in_flight for r in live), capacity=self.capacity,
+            restarts=self.restarts, jobs_total=self.jobs_total, infra_errors=self.infra_errors,
+        )
+
+    def handles(self) -> list[RunnerHandle]:
+        """The live runners (tests kill them to check recovery)."""
+        return [r.handle for r in self.runners if r is not None and r.alive]
+
+    async def start(self) -> None:
+        self._cond = asyncio.Condition()
+        results = await asyncio.gather(*(self.host.start_runner(i) for i in range(self.size)), return_exceptions=True)
+        for i, res in enumerate(results):
+            if isinstance(res, BaseException):
+                log.error("runner %d failed to start: %s", i, res)
+                self._schedule_replace(i)
+            else:
+                self.runners[i] = _Runner(res)
+        if not self.ready:
+            await self.close()
+            raise RunnerStartError(f"no {self.kind} runner started: {results[0]}")
+        self._health = asyncio.create_task(self._health_loop())
+        log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._health:
+            self._health.cancel()
+        for t in list(self._tasks):
+            t.cancel()
+        for r in self.runners:
+            if r is not None:
+                r.drop_connections()
+                with contextlib.suppress(Exception):
+                    await self.host.stop_runner(r.handle)
+        self.runners = [None] * self.size
+        await self.host.close()
+
+    async def __aenter__(self) -> SandboxPool:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -------------------------------------------------------------- scheduling
+    async def _acquire(self, avoid: _Runner | None) -> _Runner:
+        assert self._cond is not None, "pool not started"
+        deadline = time.monotonic() + 60
+        async with self._cond:
+            while True:
+                if self._closed:
+                    raise InfraError("pool is closed")
+                live = [r for r in self.runners if r is not None and r.alive and r.in_flight < self.per_runner]
+                if avoid is not None and len(live) > 1:
+                    live = [r for r in live if r is not avoid] or live
+                if live:
+                    r = min(live, key=lambda x: x.in_flight)
+                    r.in_flight += 1
+                    return r
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise InfraError("no live sandbox runner")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._cond.wait(), min(left, 1.0))
+
+    async def _release(self, r: _Runner) -> None:
+        assert self._cond is not None
+        async with self._cond:
+            r.in_flight -= 1
+            self._cond.notify()
+
+    async def _connect(self, r: _Runner) -> _Conn:
+        if r.idle:
+            return r.idle.pop()
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(r.handle.socket_path, limit=MAX_FRAME), 10
+            )
+        except (OSError, asyncio.TimeoutError) as exc:
+            raise RunnerLost(f"cannot connect: {exc}") from None
+        return _Conn(reader, writer)
+
+    async def _exchange(self, msg: dict, budget_s: float, on_event: Callable[[dict], None] | None) -> tuple[dict, str]:
+        """Send one job, retrying once on another runner if the first is lost."""
+        last = ""
+        avoid = None
+        for attempt in range(2):
+            r = await self._acquire(avoid)
+            try:
+                conn = await self._connect(r)
+                try:
+                    final = await asyncio.wait_for(self._talk(conn, msg, on_event), budget_s)
+                except BaseException:
+                    conn.close()
+                    raise
+                if r.alive:
+                    r.idle.append(conn)
+                else:
+                    conn.close()
+                return final, r.handle.ident
+            except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                log.warning("runner %s lost a job (attempt %d): %s", r.handle.ident, attempt + 1, last)
+                self._mark_dead(r)
+                avoid = r
+            finally:
+                await self._release(r)
+        self.infra_errors += 1
+        raise InfraError(f"job failed on two runners: {last}")
+
+    async def _talk(self, conn: _Conn, msg: dict, on_event: Callable[[dict], None] | None) -> dict:
+        await conn.send(msg)
+        while True:
+            ev = await conn.recv()
+            kind = ev.get("event")
+            if kind in ("done", "exec_done"):
+                return ev
+            if kind in ("infra_error", "error"):
+                raise RunnerLost(ev.get("message", kind))
+            if on_event is not None:
+                on_event(ev)
+
+    # ------------------------------------------------------------------ public
+    async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
+        """Run a job's tests; `on_event` sees each test's result as it finishes."""
+        n_guess = _count_tests(job)
+        budget = job.limits.timeout_s * (n_guess + 3) + 30
+        msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
+               "limits": job.limits.model_dump()}
+        self.jobs_total += 1
+        done, ident = await self._exchange(msg, budget, on_event)
+        if "error" in done:
+            raise ValueError(done["error"])
+        return JobResult(
+            syntax_ok=bool(done["syntax_ok"]), runs=bool(done["runs"]),
+            passed=int(done["passed"]), total=int(done["total"]),
+            tests=[TestResult(**t) for t in done["tests"]],
+            load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
+            stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
+            wall_s=float(done.get("wall_s", 0.0)), runner=ident,
+        )
+
+    async def execute(self, req: ExecRequest) -> ExecResult:
+        msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
+               "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
+               "limits": req.limits.model_dump()}
+        self.jobs_total += 1
+        done, ident = await self._exchange(msg, req.limits.timeout_s + 30, None)
+        return ExecResult(
+            status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
+            stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
+            time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
+            files=done.get("files", {}), runner=ident,
+        )
+
+    # ---------------------------------------------------------------- recovery
+    def _mark_dead(self, r: _Runner) -> None:
+        if not r.alive:
+            return
+        r.alive = False
+        r.drop_connections()
+        idx = self.runners.index(r) if r in self.runners else r.handle.index
+        self._schedule_replace(idx, r)
+
+    def _schedule_replace(self, idx: int, old: _Runner | None = None) -> None:
+        if self._closed or idx in self._replacing or not self.host.replaceable:
+            return
+        self._replacing.add(idx)
+        task = asyncio.create_task(self._replace(idx, old))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _replace(self, idx: int, old: _Runner | None) -> None:
+        try:
+            if old is not None:
+                with contextlib.suppress(Exception):
+                    await self.host.stop_runner(old.handle)
+            delay = 0.1
+            while not self._closed:
+                try:
+                    handle = await self.host.start_runner(idx)
+                    break
+                except Exception as exc:  # noqa: BLE001 - keep trying; the pool reports not ready
+                    log.error("restarting runner %d failed: %s", idx, exc)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5)
+            else:
+                return
+            self.runners[idx] = _Runner(handle)
+            self.restarts += 1
+            log.info("runner %d replaced by %s", idx, handle.ident)
+            assert self._cond is not None
+            async with self._cond:
+                self._cond.notify_all()
+        finally:
+            self._replacing.discard(idx)
+
+    async def _health_loop(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.health_interval)
+            for i, r in enumerate(list(self.runners)):
+                if r is None:
+                    self._schedule_replace(i)
+                elif r.alive and not await self._healthy(r):
+                    log.warning("runner %s failed its health check", r.handle.ident)
+                    self._mark_dead(r)
+
+    async def _healthy(self, r: _Runner) -> bool:
+        if not await self.host.is_alive(r.handle):
+            return False
+        if not r.idle:
+            return os.path.exists(r.handle.socket_path) or r.in_flight > 0
+        conn = r.idle.pop()
+        try:
+            await asyncio.wait_for(self._ping(conn), 5)
+        except Exception:  # noqa: BLE001
+            conn.close()
+            return False
+        r.idle.append(conn)
+        return True
+
+    async def _ping(self, conn: _Conn) -> None:
+        await conn.send({"op": "ping"})
+        ev = await conn.recv()
+        if ev.get("event") != "pong":
+            raise RunnerLost("bad pong")
+
+
+def _count_tests(job: Job) -> int:
+    t = job.tests
+    if hasattr(t, "cases"):
+        return len(t.cases)
+    if hasattr(t, "asserts"):
+        return len(t.asserts)
+    return max(1, t.test.count("assert"))
+
+
+def docker_available(timeout: float = 3.0) -> bool:
+    try:
+        import docker
+
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+        client.close()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
+              **host_options: Any) -> SandboxPool:
+    """A pool on the named host; `auto` takes docker when an engine and our image answer."""
+    cpus = os.cpu_count() or 2
+    size = size or max(1, min(cpus, 8))
+    per_runner = per_runner or 2
+    if kind == "auto":
+        from sandbox.hosts.docker import DockerHost
+
+        image = host_options.get("image") or DockerHost.default_image()
+        if docker_available() and DockerHost.image_present(image):
+            kind = "docker"
+            log.info("sandbox host: docker (engine answered, image %s present)", image)
+        else:
+            kind = "bwrap"
+            log.info("sandbox host: bwrap (no docker engine or no image %s)", image)
+    if kind == "docker":
+        from sandbox.hosts.docker import DockerHost
+
+        host: Host = DockerHost(slots=per_runner + 2, **host_options)
+    elif kind == "bwrap":
+        from sandbox.hosts.bwrap import BwrapHost
+
+        host = BwrapHost(slots=per_runner + 2, **host_options)
+    elif kind == "socketdir":
+        from sandbox.hosts.socketdir import SocketDirHost
+
+        host = SocketDirHost(**host_options)
+        size = host.count()
+    else:
+        raise ValueError(f"unknown sandbox kind {kind!r}")
+    return SandboxPool(host, size=size, per_runner=per_runner)
