@@ -46,6 +46,7 @@ class _LiveCollector:
         for name, attr, doc in (
             ("reward_server_pool_runner_restarts", "restarts", "runners replaced after dying"),
             ("reward_server_pool_jobs", "jobs_total", "jobs the pool has run"),
+            ("reward_server_pool_infra_errors", "infra_errors", "jobs the pool gave up on (runner lost twice)"),
         ):
             c = CounterMetricFamily(name, doc, labels=["kind"])
             c.add_metric([kind], float(getattr(st, attr, 0) or 0))

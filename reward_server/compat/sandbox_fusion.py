@@ -72,11 +72,15 @@ def exec_to_response(res) -> RunCodeResponse:
         run = CommandRunResult(status="TimeLimitExceeded", execution_time=res.time_s, return_code=None,
                                stdout=res.stdout, stderr=res.stderr)
     else:
-        rc = res.return_code
-        if rc is None:  # killed for memory/output with no exit status: report a signal-style code
+        rc, stderr = res.return_code, res.stderr
+        if not res.syntax_ok:  # as CPython reports it: exit code 1, SyntaxError on stderr
+            rc = 1 if rc in (None, 0) else rc
+            if "SyntaxError" not in (stderr or ""):
+                stderr = (stderr or "") + "SyntaxError: the program does not compile\n"
+        elif rc is None:  # killed for memory/output with no exit status: report a signal-style code
             rc = -9
         run = CommandRunResult(status="Finished", execution_time=res.time_s, return_code=rc,
-                               stdout=res.stdout, stderr=res.stderr)
+                               stdout=res.stdout, stderr=stderr)
     ok = run.status == "Finished" and run.return_code == 0
     return RunCodeResponse(
         status="Success" if ok else "Failed",
