@@ -1,0 +1,540 @@
+"""Equivalence of parsed answers, and the whole check (extract -> parse -> compare).
+
+Runs inside the worker process only (it may call SymPy on parsed objects, never on text).
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+
+import sympy as sp
+from sympy.core.function import AppliedUndef
+
+from .extract import extract, last_number
+from .parse import PM, Q, Ratio, Rel, Seq, SetV, SSet, Text, TooLarge, _plain, as_set, name_like, parse
+
+_INEQ = {"<", ">", "<=", ">=", "!="}
+_CMD_NAMES = (
+    "frac|dfrac|tfrac|cfrac|sqrt|boxed|left|right|begin|end|text|pi|cdot|times|infty|le|ge|leq|geq|neq|"
+    "mathrm|mathbf|textbf|sin|cos|tan|log|ln|pm|cup|cap|in|approx|circ|quad|qquad|mbox|dots|ldots|cdots"
+)
+_DOUBLE_ESC = re.compile(r"(?<!\\)\\\\(?=(?:" + _CMD_NAMES + r")\b)")
+
+
+_CODE_RE = re.compile(
+    r"__\w+__|\b(?:lambda|import|exec|eval|compile|open|getattr|globals|locals|system|subprocess|range)\s*[(:]"
+    r"|\bimport\s+\w|\bfor\s+\w+\s+in\b"
+)
+
+
+class Opts:
+    def __init__(self, d: dict):
+        self.rel_tol = float(d.get("rel_tol", 1e-6))
+        self.percent = d.get("percent", "flexible")
+        self.units = d.get("units", "strip")
+        self.fallback = d.get("fallback", "last_number")
+        self.strip_think = d.get("strip_think", True)
+        self.max_answer_chars = int(d.get("max_answer_chars", 2000))
+        self.max_completion_chars = int(d.get("max_completion_chars", 200_000))
+
+
+# --------------------------------------------------------------------------- normalisation
+
+
+def normalize(s: str) -> str:
+    if _DOUBLE_ESC.search(s):
+        s = _DOUBLE_ESC.sub(r"\\", s)
+        s = s.replace("\\\\\\\\", "\\\\")
+    s = s.replace("\\n", " ") if "\\n" in s and "\n" not in s and "\\ne" not in s and "\\neq" not in s else s
+    s = re.sub(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})", r"\1", s)
+    s = re.sub(r"(\d),\\!\s*(?=\d{3})", r"\1", s)
+    s = s.replace("\\!", "").replace("\\$", " ").replace("\\displaystyle", " ")
+    s = s.strip()
+    s = re.sub(r"^\$+|\$+$", "", s).strip()
+    s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
+    s = re.sub(r"[.。]+$", "", s).strip()
+    return s
+
+
+def alternatives(s: str) -> list[str]:
+    """Readings of a number written with separators: '1,000' thousands vs European '1,5'."""
+    s = normalize(s)
+    out = [s]
+    core = s.strip()
+    if re.fullmatch(r"[+-]?[1-9]\d{0,2}(,\d{3})+(\.\d+)?", core):
+        out.insert(0, core.replace(",", ""))
+    elif re.fullmatch(r"[+-]?\d{1,3}( \d{3})+(\.\d+)?", core):
+        out.insert(0, core.replace(" ", ""))
+    elif re.fullmatch(r"[+-]?\d+,\d+", core):
+        out.insert(0, core.replace(",", "."))
+    elif re.fullmatch(r"[+-]?\d{1,3}(\.\d{3})+,\d+", core):
+        out.insert(0, core.replace(".", "").replace(",", "."))
+    return out
+
+
+def text_key(s: str) -> str:
+    s = re.sub(r"\\(?:text|mathrm|textbf|mathbf|mbox|textnormal|operatorname)\s*\{([^{}]*)\}", r"\1", s)
+    s = re.sub(r"\\(left|right)\b", "", s)
+    s = re.sub(r"[\s$]", "", s)
+    return s
+
+
+# --------------------------------------------------------------------------- scalars
+
+
+def _has_bad(e) -> bool:
+    return any(x in (sp.oo, -sp.oo, sp.zoo, sp.nan) for x in sp.preorder_traversal(e)) if isinstance(e, sp.Basic) else True
+
+
+def _num(e, subs=None):
+    v = e.evalf(30, subs=subs) if subs else e.evalf(30)
+    if not v.is_number:
+        return None
+    try:
+        c = complex(v)
+    except (TypeError, ValueError):
+        return None
+    if c != c or abs(c) == float("inf"):
+        return None
+    return c
+
+
+def _close(a: complex, b: complex, tol: float) -> bool:
+    return abs(a - b) <= tol * max(abs(a), abs(b)) or abs(a - b) <= 1e-300
+
+
+def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
+    if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
+        if not (isinstance(a, sp.MatrixBase) and isinstance(b, sp.MatrixBase)) or a.shape != b.shape:
+            return False, "matrix shapes differ"
+        for x, y in zip(a, b, strict=True):
+            ok, _ = scalar_eq(x, y, approx, o)
+            if not ok:
+                return False, "matrix entries differ"
+        return True, "matrices equal"
+    if a == b:
+        return True, "identical"
+    if _has_bad(a) or _has_bad(b):
+        return False, "non-finite differs"
+    fa, fb = a.free_symbols, b.free_symbols
+    if not fa and not fb:
+        if isinstance(a, sp.Rational) and isinstance(b, sp.Rational) and not approx:
+            return False, "exact numbers differ"
+        va, vb = _num(a), _num(b)
+        if va is None or vb is None:
+            return False, "not numeric"
+        tol = max(o.rel_tol, 1e-12) if approx else 1e-15
+        return (True, "numeric equal") if _close(va, vb, tol) else (False, "numeric differ")
+    if fa != fb:
+        return False, "variables differ"
+    syms = sorted(fa, key=lambda s: s.name)
+    rnd = random.Random(12345)
+    tol = max(o.rel_tol, 1e-9) if approx else 1e-9
+    valid = 0
+    for _ in range(8):
+        pt = {s: sp.Float(rnd.uniform(0.2, 2.5), 30) for s in syms}
+        va, vb = _num(a, pt), _num(b, pt)
+        if va is None or vb is None:
+            continue
+        valid += 1
+        if not _close(va, vb, tol):
+            return False, "differ at a probe point"
+        if valid >= 5:
+            break
+    if valid >= 3:
+        return True, "equal at probe points"
+    try:
+        if sp.count_ops(a) + sp.count_ops(b) < 120 and sp.simplify(a - b) == 0:
+            return True, "symbolic difference is 0"
+    except Exception:  # noqa: BLE001
+        pass
+    return False, "not shown equal"
+
+
+def q_eq(g: Q, p: Q, o: Opts) -> tuple[bool, str]:
+    approx = g.approx or p.approx
+    if g.pct and p.pct or g.deg and p.deg:
+        return scalar_eq(g.e, p.e, approx, o)
+
+    def cands(q: Q, other: Q):
+        out = []
+        if q.pct and not other.pct:
+            out.append(q.e / 100)
+            if o.percent == "flexible":
+                out.append(q.e)
+        elif q.deg and not other.deg:
+            out.append(q.e)
+            out.append(q.e * sp.pi / 180)
+        else:
+            out.append(q.e)
+        return out
+
+    reason = "differ"
+    for x in cands(g, p):
+        for y in cands(p, g):
+            ok, reason = scalar_eq(x, y, approx, o)
+            if ok:
+                return True, reason + (" (percent)" if g.pct or p.pct else "")
+    return False, reason
+
+
+# --------------------------------------------------------------------------- structures
+
+
+def _rel_value(r: Rel):
+    """The answer value of an '=' chain: 'x = 5' -> 5, '2+3 = 5' -> 5; None for real equations."""
+    if all(op == "=" for op in r.ops):
+        first = r.parts[0]
+        last = r.parts[-1]
+        if name_like(first):
+            return last
+        if _numeric(first) and _numeric(last):
+            return last
+        if len(r.parts) > 2 and all(name_like(x) or (isinstance(x, Q) and not x.e.free_symbols) for x in r.parts[:-1]):
+            return r.parts[-1]
+    return None
+
+
+def _numeric(v) -> bool:
+    return isinstance(v, Q) and isinstance(v.e, sp.Basic) and not v.e.free_symbols
+
+
+def _rel_to_set(r: Rel):
+    if not r.ops or not all(op in _INEQ for op in r.ops):
+        return None
+    parts = r.parts
+    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
+        return None
+    nonnum = [p for p in parts if p.e.free_symbols]
+    syms = set().union(*(p.e.free_symbols for p in parts))
+    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
+    if len(syms) == 1 and not has_undef:
+        var_expr = next(iter(syms))
+    elif nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
+        var_expr = nonnum[0].e
+    else:
+        return None
+    t = sp.Dummy("t", real=True)
+    out = sp.S.Reals
+    for (a, b), op in zip(zip(parts, parts[1:], strict=False), r.ops, strict=True):
+        la, lb = _plain(a).subs(var_expr, t), _plain(b).subs(var_expr, t)
+        rel = {"<": sp.Lt, ">": sp.Gt, "<=": sp.Le, ">=": sp.Ge, "!=": sp.Ne}[op](la, lb)
+        if rel is sp.true or rel is sp.false:
+            return None
+        s = sp.solveset(rel, t, sp.S.Reals)
+        out = sp.Intersection(out, s)
+    return out
+
+
+def _eqn_eq(g: Rel, p: Rel, o: Opts) -> tuple[bool, str]:
+    if len(g.parts) != 2 or len(p.parts) != 2:
+        if len(g.parts) >= 2 and len(p.parts) >= 2:
+            return _eqn_eq(Rel([g.parts[0], g.parts[-1]], ["="]), Rel([p.parts[0], p.parts[-1]], ["="]), o)
+        return False, "equations differ"
+    try:
+        d1 = _plain(g.parts[0]) - _plain(g.parts[1])
+        d2 = _plain(p.parts[0]) - _plain(p.parts[1])
+    except Exception:  # noqa: BLE001
+        return False, "equations differ"
+    if isinstance(d1, sp.MatrixBase) or isinstance(d2, sp.MatrixBase):
+        return False, "matrix equations"
+    if d1.free_symbols != d2.free_symbols or not d1.free_symbols:
+        return False, "equations differ"
+    syms = sorted(d1.free_symbols, key=lambda s: s.name)
+    rnd = random.Random(7)
+    ratio = None
+    valid = 0
+    for _ in range(10):
+        pt = {s: sp.Float(rnd.uniform(0.2, 2.5), 30) for s in syms}
+        a, b = _num(d1, pt), _num(d2, pt)
+        if a is None or b is None or abs(b) < 1e-12 or abs(a) < 1e-12:
+            continue
+        r = a / b
+        if ratio is None:
+            ratio = r
+        elif not _close(r, ratio, 1e-8):
+            return False, "equations differ"
+        valid += 1
+        if valid >= 5:
+            break
+    return (True, "equivalent equations") if valid >= 3 else (False, "equations not shown equal")
+
+
+def _items(v) -> list | None:
+    """Items of an unordered collection (bare list, braces, \\{..\\}, +-)."""
+    if isinstance(v, Seq) and v.open in ("", "{"):
+        out = []
+        for it in v.items:
+            out.extend(it.alts if isinstance(it, PM) else [it])
+        return out
+    if isinstance(v, SetV):
+        out = []
+        for it in v.items:
+            out.extend(it.alts if isinstance(it, PM) else [it])
+        return out
+    if isinstance(v, PM):
+        return list(v.alts)
+    return None
+
+
+def _unordered_eq(gi: list, pi: list, o: Opts) -> bool:
+    if not gi or not pi or len(gi) > 64 or len(pi) > 64:
+        return False
+    for a in gi:
+        if not any(eq(a, b, o)[0] for b in pi):
+            return False
+    for b in pi:
+        if not any(eq(a, b, o)[0] for a in gi):
+            return False
+    return True
+
+
+def _expand_rel_list(items: list) -> list:
+    """'x = 1, x = 2' -> values; assignments keep their values."""
+    out = []
+    for it in items:
+        if isinstance(it, Rel):
+            v = _rel_value(it)
+            if v is not None:
+                out.extend(v.alts if isinstance(v, PM) else _items(v) if _items(v) is not None and isinstance(v, PM) else [v])
+                continue
+        out.append(it)
+    return out
+
+
+def eq(g, p, o: Opts) -> tuple[bool, str]:
+    # text answers
+    if isinstance(g, Text) or isinstance(p, Text):
+        def tkey(v):
+            if isinstance(v, Text):
+                return re.sub(r"[^0-9a-z]", "", v.s.lower())
+            if isinstance(v, Q) and isinstance(v.e, sp.Symbol):
+                return re.sub(r"[^0-9a-z]", "", v.e.name.lower())
+            if isinstance(v, Q) and v.e == sp.E:
+                return "e"
+            return None
+        kg, kp = tkey(g), tkey(p)
+        return (True, "text equal") if kg and kg == kp else (False, "text differs")
+    # relations
+    if isinstance(g, Rel) and isinstance(p, Rel):
+        if all(op == "=" for op in g.ops + p.ops):
+            vg, vp = _rel_value(g), _rel_value(p)
+            if vg is not None and vp is not None and name_like(g.parts[0]) and name_like(p.parts[0]):
+                return eq(vg, vp, o)
+            return _eqn_eq(g, p, o)
+        sg, sp_ = _rel_to_set(g), _rel_to_set(p)
+        if sg is not None and sp_ is not None:
+            return (True, "same solution set") if _set_equal(sg, sp_) else (False, "inequalities differ")
+        return False, "relations differ"
+    if isinstance(g, Rel) or isinstance(p, Rel):
+        r, other, rel_is_gold = (g, p, True) if isinstance(g, Rel) else (p, g, False)
+        v = _rel_value(r)
+        if v is not None:
+            return eq(v, other, o) if rel_is_gold else eq(other, v, o)
+        s = _rel_to_set(r)
+        if s is not None:
+            so = as_set(other)
+            if so is not None:
+                return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
+        return False, "relation vs value"
+    # sets built with unions / intervals
+    if isinstance(g, SSet) or isinstance(p, SSet):
+        a, b = as_set(g), as_set(p)
+        if a is None or b is None:
+            return False, "set vs non-set"
+        return (True, "sets equal") if _set_equal(a, b) else (False, "sets differ")
+    # ratios
+    if isinstance(g, Ratio) or isinstance(p, Ratio):
+        if isinstance(g, Ratio) and isinstance(p, Ratio):
+            if len(g.items) == len(p.items) and all(eq(x, y, o)[0] for x, y in zip(g.items, p.items, strict=True)):
+                return True, "ratios equal"
+            if len(g.items) == len(p.items) == 2:
+                try:
+                    return eq(_div(g), _div(p), o)
+                except Exception:  # noqa: BLE001
+                    return False, "ratios differ"
+            return False, "ratios differ"
+        r, other = (g, p) if isinstance(g, Ratio) else (p, g)
+        if len(r.items) == 2 and isinstance(other, Q):
+            try:
+                return eq(_div(r), other, o)
+            except Exception:  # noqa: BLE001
+                return False, "ratio differs"
+        return False, "ratio vs value"
+    # collections
+    gi, pi = _items(g), _items(p)
+    if gi is not None and len(gi) == 1:
+        return eq(gi[0], p, o)
+    if pi is not None and len(pi) == 1:
+        return eq(g, pi[0], o)
+    if gi is not None and pi is not None:
+        gi, pi = _expand_rel_list(gi), _expand_rel_list(pi)
+        return (True, "same elements") if _unordered_eq(gi, pi, o) else (False, "elements differ")
+    gs = isinstance(g, Seq) and g.open in "([" and g.open != ""
+    ps = isinstance(p, Seq) and p.open in "([" and p.open != ""
+    if gs or ps:
+        if gs and ps and (g.open != p.open or g.close != p.close):
+            return False, "brackets differ"
+        if isinstance(g, Seq) and isinstance(p, Seq):
+            a, b = _expand_rel_list(g.items), _expand_rel_list(p.items)
+            if g.open == "{" or p.open == "{" or not (gs and ps):
+                pass
+            if len(a) != len(b):
+                return False, "lengths differ"
+            for x, y in zip(a, b, strict=True):
+                ok, _ = eq(x, y, o)
+                if not ok:
+                    return False, "elements differ"
+            return True, "tuples equal"
+        if gi is not None or pi is not None:
+            return False, "tuple vs list"
+        # a vector written as a one-column matrix vs a tuple
+        seq, m = (g, p) if gs else (p, g)
+        if isinstance(m, Q) and isinstance(m.e, sp.MatrixBase) and 1 in m.e.shape and len(m.e) == len(seq.items):
+            for x, y in zip(seq.items, list(m.e), strict=True):
+                if not isinstance(x, Q) or not scalar_eq(_plain(x), y, x.approx or m.approx, o)[0]:
+                    return False, "elements differ"
+            return True, "vector equal"
+        return False, "tuple vs value"
+    if gi is not None or pi is not None:
+        return False, "list vs value"
+    if isinstance(g, SetV) or isinstance(p, SetV):
+        return False, "set vs value"
+    if isinstance(g, Q) and isinstance(p, Q):
+        return q_eq(g, p, o)
+    return False, "kinds differ"
+
+
+def _div(r: Ratio):
+    a, b = r.items
+    if not isinstance(a, Q) or not isinstance(b, Q) or b.e == 0:
+        raise ValueError("ratio")
+    return Q(_plain(a) / _plain(b), a.approx or b.approx)
+
+
+def _set_equal(a, b) -> bool:
+    if a == b:
+        return True
+    try:
+        return sp.Complement(a, b) == sp.S.EmptySet and sp.Complement(b, a) == sp.S.EmptySet
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _multi(v) -> bool:
+    items = _items(v)
+    if items is not None:
+        return len(items) > 1
+    if isinstance(v, Seq) and v.open in ("(", "[") and any(isinstance(i, Seq) for i in v.items):
+        return True
+    return False
+
+
+# --------------------------------------------------------------------------- the check
+
+
+def _parse_all(s: str):
+    """Parse every reading of s; returns (values, error) with values a list of (text, value)."""
+    vals = []
+    err = None
+    for alt in alternatives(s):
+        try:
+            vals.append((alt, parse(alt)))
+        except TooLarge as e:
+            err = err or ("too_large", str(e))
+        except (ValueError, TypeError, ZeroDivisionError, AttributeError, IndexError, KeyError,
+                RecursionError, NotImplementedError, sp.SympifyError) as e:
+            err = err or ("parse_error", f"{type(e).__name__}: {e}"[:200])
+    return vals, err
+
+
+def _contains_text(v) -> bool:
+    if isinstance(v, Text):
+        return True
+    if isinstance(v, (Seq, SetV)):
+        return any(_contains_text(i) for i in v.items)
+    if isinstance(v, (Ratio,)):
+        return any(_contains_text(i) for i in v.items)
+    if isinstance(v, Rel):
+        return any(_contains_text(i) for i in v.parts)
+    return False
+
+
+def check(completion: str, answer: str, opts: dict) -> dict:
+    t0 = time.perf_counter()
+    o = Opts(opts)
+
+    def done(reward, status, reason, extracted=None, pp=None, pr=None):
+        return {
+            "reward": float(reward), "status": status, "extracted": extracted,
+            "parsed_pred": None if pp is None else str(pp)[:500],
+            "parsed_ref": None if pr is None else str(pr)[:500],
+            "reason": reason, "time_s": time.perf_counter() - t0,
+        }
+
+    if not isinstance(completion, str) or not isinstance(answer, str):
+        return done(0, "parse_error", "inputs must be strings")
+    if len(completion) > o.max_completion_chars:
+        completion = completion[-o.max_completion_chars :]
+    if len(answer) > o.max_completion_chars:
+        return done(0, "too_large", "reference too long")
+    ref = extract(answer, is_reference=True)
+    if not ref.answer or not normalize(ref.answer):
+        return done(0, "no_answer", "empty reference")
+    ref_text = ref.joined or ref.answer
+    pred = extract(completion, o.fallback, o.strip_think)
+    if not pred.answer or not normalize(pred.answer):
+        return done(0, "no_answer", pred.how or "no answer found")
+    if len(ref_text) > o.max_answer_chars:
+        return done(0, "too_large", "reference answer too long", pred.answer)
+    if len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars:
+        return done(0, "too_large", "answer too long", pred.answer[:200])
+
+    # identical text (after light normalisation) needs no parsing
+    rk = text_key(normalize(ref_text))
+    if rk and (rk == text_key(normalize(pred.answer)) or (pred.joined and rk == text_key(normalize(pred.joined)))):
+        return done(1, "ok", "identical text", pred.answer)
+
+    rvals, rerr = _parse_all(ref_text)
+    if not rvals:
+        status, msg = rerr or ("parse_error", "reference did not parse")
+        return done(0, status, f"reference: {msg}", pred.answer)
+    ref_multi = any(_multi(v) for _, v in rvals)
+    pred_texts = []
+    if pred.joined and ref_multi:
+        pred_texts.append(pred.joined)
+    pred_texts.append(pred.answer)
+    if _CODE_RE.search(pred.answer):
+        return done(0, "parse_error", "code-like answer refused", pred.answer)
+    if pred.how in ("bare", "phrase", "last math block") and o.fallback == "last_number":
+        ln = last_number(pred.answer)
+        if ln and ln != pred.answer:
+            pred_texts.append(ln)
+    first_err = None
+    last_pv = None
+    for i, ptxt in enumerate(pred_texts):
+        pvals, perr = _parse_all(ptxt)
+        if not pvals:
+            first_err = first_err or perr
+            continue
+        is_fallback = i == len(pred_texts) - 1 and i > 0 and ptxt not in (pred.answer, pred.joined)
+        if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v in last_pv):
+            break
+        last_pv = pvals
+        for _, rv in rvals:
+            for _, pv in pvals:
+                try:
+                    ok, why = eq(rv, pv, o)
+                except TooLarge as e:
+                    return done(0, "too_large", str(e), ptxt, pv, rv)
+                except (ValueError, TypeError, ZeroDivisionError, AttributeError, RecursionError,
+                        NotImplementedError, IndexError, KeyError) as e:
+                    ok, why = False, f"compare failed: {type(e).__name__}"
+                if ok:
+                    return done(1, "ok", why, ptxt, pv, rv)
+    if last_pv is None:
+        status, msg = first_err or ("parse_error", "answer did not parse")
+        return done(0, status, msg, pred.answer, None, rvals[0][1])
+    return done(0, "ok", why, pred.answer, last_pv[0][1], rvals[0][1])

@@ -1,0 +1,208 @@
+"""Finding the final answer in a completion (pure string work, no evaluation)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_MARKER_RE = re.compile(
+    r"(?:final\s+answer\s*(?:is|:)?|the\s+answer\s+is|answer\s+is|answer\s*:|\banswer\b(?=\s*[\\$]))"
+    r"|答案\s*[:：是为]?|réponse\s*(?:est|:)|respuesta\s*(?:es|:)|antwort\s*(?:ist|:)",
+    re.IGNORECASE,
+)
+_NUMBER_RE = re.compile(
+    r"\\frac\{-?\d+\}\{\d+\}"
+    r"|(?<![A-Za-z\d])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)"
+    r"|(?<![A-Za-z\d])-?\d+(?:[.,]\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?\s*(?:%|\\%)?"
+    r"|(?<![A-Za-z\d])-?\.\d+"
+)
+_MATH_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
+_CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:and|or)\s*\}|\\\\)\s*$", re.I)
+
+
+@dataclass
+class Extracted:
+    answer: str | None  # the final answer text (last box, phrase, bare answer, or fallback)
+    joined: str | None = None  # several boxes in a row joined with ", " (a multi-answer list)
+    how: str = ""
+    boxes: list[str] = field(default_factory=list)
+
+
+def find_boxes(text: str) -> list[tuple[int, int, str]]:
+    """All \\boxed{...}/\\fbox{...} with balanced braces: (start, end, content)."""
+    out = []
+    for m in _BOX_RE.finditer(text):
+        i = m.end()
+        depth = 1
+        j = i
+        while j < len(text) and depth:
+            c = text[j]
+            if c == "\\" and j + 1 < len(text) and text[j + 1] in "{}":
+                j += 2
+                continue
+            if c == "{":
+                depth += 1
+            elif c == "}":
+                depth -= 1
+            j += 1
+        if depth == 0:
+            out.append((m.start(), j, text[i : j - 1]))
+    # drop boxes nested inside other boxes
+    res = []
+    for b in out:
+        if res and b[0] < res[-1][1]:
+            continue
+        res.append(b)
+    return res
+
+
+def _box_run(text: str, boxes: list[tuple[int, int, str]]) -> list[str]:
+    """The last box and the boxes before it joined only by short connector text."""
+    run = [boxes[-1]]
+    for b in reversed(boxes[:-1]):
+        between = text[b[1] : run[0][0]]
+        between_clean = re.sub(r"\\(?:text|mbox|textnormal)\s*\{([^{}]*)\}", r" \1 ", between)
+        between_clean = re.sub(r"[\s$]|\\[\[\]()]", " ", between_clean).strip()
+        between_clean = re.sub(r"[A-Za-z]\w*(?:_\{?\w+\}?)?\s*=\s*$", "", between_clean).strip()
+        words = re.findall(r"[A-Za-z]+", re.sub(r"\\[A-Za-z]+", " ", between_clean))
+        ok = (
+            len(between) <= 60
+            and (not between_clean or not words or _CONNECTOR_END.search(between_clean) is not None)
+            and len(words) <= 6
+        )
+        if not ok:
+            break
+        run.insert(0, b)
+    return [b[2] for b in run]
+
+
+def strip_think(text: str) -> str | None:
+    if "</think>" in text:
+        return text.rsplit("</think>", 1)[1]
+    if "<think>" in text:
+        return None
+    return text
+
+
+def _clean_segment(seg: str) -> str:
+    seg = seg.strip()
+    seg = re.sub(r"^\s*[:：]\s*", "", seg)
+    seg = seg.replace("**", "")
+    return seg.strip()
+
+
+def _sentence(seg: str) -> str:
+    """Cut a 'final answer' segment at the end of its sentence (math delimiters kept intact)."""
+    out = []
+    i = 0
+    n = len(seg)
+    while i < n:
+        m = _MATH_RE.match(seg, i)
+        if m:
+            out.append(m.group(0))
+            i = m.end()
+            continue
+        c = seg[i]
+        if c == "\n" and out and "".join(out).strip():
+            break
+        if c in ".。!?" and (i + 1 >= n or seg[i + 1] in " \n\t\"'") and not (
+            i > 0 and seg[i - 1].isdigit() and i + 1 < n and seg[i + 1].isdigit()
+        ):
+            break
+        if seg.startswith("I hope", i) or seg.startswith("<|", i):
+            break
+        out.append(c)
+        i += 1
+    return "".join(out).strip()
+
+
+_KNOWN_WORDS = {
+    "sin", "cos", "tan", "sec", "csc", "cot", "log", "ln", "exp", "sqrt", "pi", "frac", "dfrac", "tfrac",
+    "text", "mathrm", "left", "right", "infty", "cdot", "times", "and", "or", "cm", "km", "mm", "kg",
+}
+
+
+def is_prose(text: str) -> bool:
+    """Running text (sentences) rather than a bare answer."""
+    t = re.sub(r"\\[A-Za-z]+", " ", text)
+    t = re.sub(r"\{[^{}]*\}", " ", t) if len(t) < 400 else t
+    words = [w for w in re.findall(r"[^\W\d_]{2,}", t) if w.lower() not in _KNOWN_WORDS]
+    if any(not w.isascii() for w in words):
+        return True
+    return len(words) >= 2
+
+
+def last_number(text: str) -> str | None:
+    ms = list(_NUMBER_RE.finditer(text))
+    return ms[-1].group(0).strip() if ms else None
+
+
+def _math_blocks(text: str) -> list[tuple[int, int, str]]:
+    out = []
+    for m in _MATH_RE.finditer(text):
+        g = next(x for x in m.groups() if x is not None)
+        out.append((m.start(), m.end(), g))
+    return out
+
+
+def unwrap_math(s: str) -> str:
+    s = s.strip()
+    blocks = _math_blocks(s)
+    if len(blocks) == 1 and blocks[0][0] == 0 and blocks[0][1] == len(s):
+        return blocks[0][2].strip()
+    if blocks:
+        # keep the text, drop the delimiters ("$12$ and $13$")
+        return _MATH_RE.sub(lambda m: next(x for x in m.groups() if x is not None), s).strip()
+    return s.strip("$ ").strip()
+
+
+def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = True, is_reference: bool = False
+            ) -> Extracted:
+    """Find the final answer in `text`.
+
+    Order: last \\boxed{}/\\fbox{} (with a joined run of boxes for multi-answer references),
+    then 'final answer is' / 'the answer is' / 'Answer:' phrases, then a bare answer (the whole
+    text when it is short and math-like), then the last math block or last number (fallback).
+    """
+    if strip_think_tags and not is_reference:
+        t = strip_think(text)
+        if t is None:
+            return Extracted(None, how="unclosed <think>")
+        text = t
+    text = text.replace("<|begin_of_box|>", "\\boxed{").replace("<|end_of_box|>", "}")
+    boxes = find_boxes(text)
+    markers = list(_MARKER_RE.finditer(text))
+    if boxes and not (markers and markers[-1].start() > boxes[-1][1] and _sentence(
+            _clean_segment(text[markers[-1].end():]))):
+        run = _box_run(text, boxes)
+        last = run[-1].strip()
+        joined = ", ".join(x.strip() for x in run) if len(run) > 1 else None
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes])
+    if markers:
+        m = markers[-1]
+        seg = _sentence(_clean_segment(text[m.end() :]))
+        if seg:
+            # "The volume of $X$ is 120": keep what follows the last ' is '
+            plain = _MATH_RE.sub(" ", seg)
+            if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _MATH_RE.fullmatch(seg.strip()):
+                tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
+                seg = tail.strip()
+            return Extracted(unwrap_math(seg).strip(" .\"'"), how="phrase")
+    stripped = text.strip()
+    if not stripped:
+        return Extracted(None, how="empty")
+    if is_reference or not is_prose(stripped):
+        return Extracted(unwrap_math(stripped).rstrip(" ."), how="bare")
+    # fallback: the later of the last math block and the last number
+    if fallback == "none":
+        return Extracted(None, how="no final answer")
+    blocks = _math_blocks(text)
+    nums = list(_NUMBER_RE.finditer(text))
+    cand_block = blocks[-1] if blocks else None
+    cand_num = nums[-1] if nums else None
+    if cand_block and (cand_num is None or cand_num.start() < cand_block[1]):
+        return Extracted(cand_block[2].strip().rstrip("."), how="last math block")
+    if cand_num:
+        return Extracted(cand_num.group(0).strip(), how="last number")
+    return Extracted(None, how="no final answer")

@@ -1,0 +1,75 @@
+"""Public option and result models of the math grader."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["ok", "no_answer", "parse_error", "too_large", "timeout", "worker_error"]
+
+
+class MathOptions(BaseModel):
+    """How a math answer is extracted and compared. Every field has a safe default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_s: float = Field(
+        2.0, gt=0, le=60,
+        description="Hard wall-clock limit per check. The worker is killed and replaced past it.",
+    )
+    memory_mb: int = Field(
+        512, ge=128, le=16384,
+        description="Address-space cap (RLIMIT_AS) of the worker process while it checks.",
+    )
+    fallback: Literal["last_number", "none"] = Field(
+        "last_number",
+        description="When a completion has no \\boxed{}, no 'final answer' phrase and is not a bare "
+        "answer: take the last number in the text ('last_number') or report no answer ('none').",
+    )
+    rel_tol: float = Field(
+        1e-6, ge=0, le=0.1,
+        description="Relative tolerance used when either side is written as a decimal (an approximation). "
+        "Exact values (integers, fractions, radicals, pi, ...) on both sides are compared exactly.",
+    )
+    percent: Literal["flexible", "strict"] = Field(
+        "flexible",
+        description="'flexible': 'X%' equals X/100 and also the bare X (a missing % sign is forgiven). "
+        "'strict': 'X%' only equals X/100.",
+    )
+    units: Literal["strip", "strict"] = Field(
+        "strip",
+        description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', degrees "
+        "outside trig) are ignored. 'strict': unit text must match too (compared as text).",
+    )
+    strip_think: bool = Field(
+        True,
+        description="Grade only the text after the last </think>; an unclosed <think> means no answer.",
+    )
+    max_answer_chars: int = Field(
+        2000, ge=16, le=100_000,
+        description="Extracted answers longer than this are refused (status too_large).",
+    )
+    max_completion_chars: int = Field(
+        200_000, ge=100, le=2_000_000,
+        description="Completions longer than this are cut to their last max_completion_chars characters.",
+    )
+
+
+class MathGrade(BaseModel):
+    """The verdict on one completion."""
+
+    reward: float = Field(description="1.0 when the final answer is equivalent to the reference, else 0.0.")
+    status: Status = Field(
+        description="ok: both answers parsed and were compared (reward says the verdict); "
+        "no_answer: no final answer found in the completion (or the reference is empty); "
+        "parse_error: an answer could not be parsed and its text did not match; "
+        "too_large: an answer broke a size guard (length, exponent, factorial, nesting); "
+        "timeout: the check ran past timeout_s and its worker was killed; "
+        "worker_error: the worker died (e.g. memory cap) or failed unexpectedly.",
+    )
+    extracted: str | None = Field(None, description="The final answer text taken from the completion.")
+    parsed_pred: str | None = Field(None, description="str() of the parsed form of the completion's answer.")
+    parsed_ref: str | None = Field(None, description="str() of the parsed form of the reference.")
+    reason: str = Field("", description="Short reason for the verdict, e.g. 'numeric equal', 'sets differ'.")
+    time_s: float = Field(0.0, description="Wall-clock seconds the check took, queueing excluded.")
