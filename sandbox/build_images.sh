@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Build the images without any container registry.
+#   BASE_IMAGE   base with python3 (default: verireward-base:bookworm, made here by debootstrap;
+#                set it to e.g. python:3.11-slim where a registry is reachable)
+#   SANDBOX_IMAGE / SERVER_IMAGE   tags of the images built (defaults below)
+#   WITH_SERVER=1   also build the server image (needs a wheelhouse; see reward_server/Dockerfile)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BASE_IMAGE=${BASE_IMAGE:-verireward-base:bookworm}
+SANDBOX_IMAGE=${SANDBOX_IMAGE:-verireward-sandbox:latest}
+SERVER_IMAGE=${SERVER_IMAGE:-verireward-server:latest}
+
+if ! docker image inspect "$BASE_IMAGE" >/dev/null 2>&1; then
+  if [ "$BASE_IMAGE" = "verireward-base:bookworm" ]; then
+    command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+    root=$(mktemp -d /tmp/verireward-rootfs.XXXXXX)
+    echo "building $BASE_IMAGE with debootstrap in $root"
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates bookworm "$root" >/tmp/debootstrap.log 2>&1 \
+      || { tail -20 /tmp/debootstrap.log; exit 1; }
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+    tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$BASE_IMAGE"
+    rm -rf "$root"
+  else
+    docker pull "$BASE_IMAGE"
+  fi
+fi
+
+docker build -q -f sandbox/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SANDBOX_IMAGE" .
+echo "built $SANDBOX_IMAGE on $BASE_IMAGE"
+
+if [ "${WITH_SERVER:-0}" = "1" ]; then
+  rm -rf .cache/wheelhouse && mkdir -p .cache/wheelhouse
+  python3 -m pip wheel -q -w .cache/wheelhouse .
+  docker build -q -f reward_server/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SERVER_IMAGE" .
+  echo "built $SERVER_IMAGE on $BASE_IMAGE"
+fi
