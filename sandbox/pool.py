@@ -384,6 +384,7 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if kind == "docker":
         from sandbox.hosts.docker import DockerHost
 
+        host_options.setdefault("cpus", float(per_runner))
         host: Host = DockerHost(slots=per_runner + 2, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost

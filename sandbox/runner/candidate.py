@@ -143,7 +143,8 @@ def _serve(ctrl: socket.socket, program: str) -> int:
         framing.send_frame(ctrl, {"runs": False, "message": _describe(exc)})
         return 0
     _flush()
-    framing.send_frame(ctrl, {"runs": True, "message": ""})
+    names = [k for k in list(ns)[:2000] if type(k) is str and len(k) <= 100 and not k.startswith("__")]
+    framing.send_frame(ctrl, {"runs": True, "message": "", "names": names})
     while True:
         msg = framing.recv_frame(ctrl)
         if msg is None:

@@ -9,8 +9,19 @@ ever compared there.
 from __future__ import annotations
 
 import base64
+import collections
+import decimal
+import fractions
 import math
 from typing import Any
+
+# Captured when the runner starts, before any candidate code could rebind them.
+_COUNTER = collections.Counter
+_ORDERED = collections.OrderedDict
+_DEFAULT = collections.defaultdict
+_DEQUE = collections.deque
+_FRACTION = fractions.Fraction
+_DECIMAL = decimal.Decimal
 
 MAX_DEPTH = 64
 MAX_ITEMS = 2_000_000
@@ -56,6 +67,18 @@ def _enc(x: Any, depth: int, budget: list[int]) -> Any:
         return {"$b": base64.b64encode(x).decode("ascii")}
     if t is complex:
         return {"$c": [_enc(x.real, depth + 1, budget), _enc(x.imag, depth + 1, budget)]}
+    # standard-library containers and numbers that are values, rebuilt as the same types
+    if t is _COUNTER or t is _ORDERED or t is _DEFAULT:
+        tag = {_COUNTER: "$C", _ORDERED: "$O", _DEFAULT: "$d"}[t]
+        return {tag: [[_enc(k, depth + 1, budget), _enc(v, depth + 1, budget)] for k, v in dict.items(x)]}
+    if t is _DEQUE:
+        return {"$q": [_enc(v, depth + 1, budget) for v in x]}
+    if t is _FRACTION:
+        return {"$F": [x.numerator, x.denominator]}
+    if t is _DECIMAL:
+        return {"$D": str(x)}
+    if issubclass(t, tuple) and type(getattr(t, "_fields", None)) is tuple:  # namedtuple
+        return {"$t": [_enc(v, depth + 1, budget) for v in tuple.__iter__(x)]}
     raise Unencodable(f"values of type {t.__name__!s} are not plain data")
 
 
@@ -87,6 +110,16 @@ def _dec(d: Any, depth: int) -> Any:
             return base64.b64decode(body)
         if tag == "$c":
             return complex(_dec(body[0], depth + 1), _dec(body[1], depth + 1))
+        if tag == "$C":
+            return _COUNTER({_dec(k, depth + 1): _dec(v, depth + 1) for k, v in body})
+        if tag == "$O":
+            return _ORDERED((_dec(k, depth + 1), _dec(v, depth + 1)) for k, v in body)
+        if tag == "$q":
+            return _DEQUE(_dec(v, depth + 1) for v in body)
+        if tag == "$F":
+            return _FRACTION(int(body[0]), int(body[1]))
+        if tag == "$D":
+            return _DECIMAL(str(body))
     raise ValueError(f"not an encoded value: {str(d)[:80]}")
 
 

@@ -74,6 +74,7 @@ class Supervisor:
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
         self.truncated = False
         self.over_limit = False
+        self.candidate_names: list[str] = []
 
     # ------------------------------------------------------------------ plumbing
     def serve(self) -> None:
@@ -365,6 +366,7 @@ class Supervisor:
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
         self.truncated = False
         self.exits.clear()
+        self.candidate_names = []
         scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}-{self.jobs}", self.c_uid)
         t0 = time.monotonic()
         try:
@@ -434,6 +436,9 @@ class Supervisor:
             return c, outcome
         outcome["runs"] = second.get("runs") is True
         outcome["message"] = str(second.get("message", ""))[:500]
+        names = second.get("names")
+        if isinstance(names, list):
+            self.candidate_names = [n for n in names[:2000] if isinstance(n, str) and n.isidentifier()]
         return c, outcome
 
     def run_function(self, msg: dict, scratch: str, lim: dict) -> dict:
@@ -459,6 +464,7 @@ class Supervisor:
 
     def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, labels: list, results: list) -> None:
         n = len(labels)
+        spec = dict(spec, candidate_names=self.candidate_names)
         self.v = self.fork_verdict(spec, 0, lim, n)
         current: int | None = None
         started = 0.0
@@ -499,6 +505,8 @@ class Supervisor:
                         saved = (self.unit_out, self.over_limit)
                         self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
                         self.unit_out, self.over_limit = saved
+                        # reloading is our cost, not the test's: its clock starts now
+                        deadline = time.monotonic() + float(lim["timeout_s"])
                         if not again["runs"]:
                             self.send_verdict({"abort": "the program failed to load again"})
                             override = override or ("error", "program failed to reload: " + again["message"])

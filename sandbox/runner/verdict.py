@@ -118,16 +118,18 @@ class _Names(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def free_names(*trees: ast.AST) -> set[str]:
+def free_names(*trees: ast.AST, defined: frozenset[str] = frozenset()) -> set[str]:
+    """Names the tests use but do not bind: the candidate's, unless they are builtins the
+    candidate did not redefine (a program may define its own `sum`)."""
     v = _Names()
     for t in trees:
         v.visit(t)
-    return v.loaded - v.bound - BUILTIN_NAMES
+    return {n for n in v.loaded - v.bound if n not in BUILTIN_NAMES or n in defined}
 
 
-def bind_free_names(chan: Channel, names: set[str], ns: dict) -> None:
+def bind_free_names(chan: Channel, names: set[str], ns: dict, defined: frozenset[str] = frozenset()) -> None:
     for name in sorted(names):
-        if name in STDLIB:
+        if name in STDLIB and name not in defined:
             try:
                 ns[name] = importlib.import_module(name)
                 continue
@@ -144,7 +146,8 @@ def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
     setup = spec.get("setup", "") or ""
     trees = [ast.parse(setup)] + [ast.parse(a) for a in spec["asserts"]]
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    bind_free_names(chan, free_names(*trees), ns)
+    defined = frozenset(spec.get("candidate_names", ()))
+    bind_free_names(chan, free_names(*trees, defined=defined), ns, defined)
     if setup.strip():
         exec(compile(trees[0], "<setup>", "exec"), ns)
     units = []
@@ -157,16 +160,18 @@ def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
 def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
     tree = ast.parse(spec["test"])
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    names = free_names(tree)
+    defined = frozenset(spec.get("candidate_names", ()))
+    names = free_names(tree, defined=defined)
     entry = spec["entry_point"]
-    bind_free_names(chan, names, ns)
+    bind_free_names(chan, names, ns, defined)
     candidate = make_proxy(chan, entry)
     exec(compile(tree, "<test>", "exec"), ns)
     check = ns.get("check")
     if not callable(check):
         raise ValueError("the test code defines no check(candidate) function")
     if spec.get("split_asserts", True):
-        units = _split_check(spec["test"], tree, ns, candidate, names | {entry})
+        # the shape must not depend on the candidate, so the supervisor counts the same tests
+        units = _split_check(spec["test"], tree, ns, candidate, free_names(tree) | {entry})
         if units:
             return units
     return [Unit("check(candidate)", lambda: check(candidate))]

@@ -1,0 +1,55 @@
+"""Shared test plumbing.
+
+Tests marked `docker` need a Docker engine and the sandbox image. Locally they skip when
+none answers; in CI (CI=true) they fail instead, so a missing engine can never pass as
+green.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+
+import pytest
+
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+@functools.lru_cache(maxsize=1)
+def docker_problem() -> str | None:
+    """None when the engine answers and the sandbox image is present, else why not."""
+    from sandbox.hosts.docker import DockerHost
+    from sandbox.pool import docker_available
+
+    if not docker_available():
+        return "no Docker engine answers"
+    image = DockerHost.default_image()
+    if not DockerHost.image_present(image):
+        return f"Docker image {image} is missing (bash sandbox/build_images.sh builds it)"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("docker") is None:
+        return
+    problem = docker_problem()
+    if problem is None:
+        return
+    if IN_CI:
+        pytest.fail(f"CI requires Docker: {problem}", pytrace=False)
+    pytest.skip(problem)
+
+
+def sandbox_kinds() -> list[str]:
+    """Hosts to test: SANDBOX_KINDS, else bwrap plus docker where it runs (always in CI)."""
+    env = os.environ.get("SANDBOX_KINDS")
+    if env:
+        return [k.strip() for k in env.split(",") if k.strip()]
+    kinds = ["bwrap"]
+    if IN_CI or docker_problem() is None:
+        kinds.append("docker")
+    return kinds
+
+
+def kind_params() -> list:
+    return [pytest.param(k, id=k, marks=[pytest.mark.docker] if k == "docker" else []) for k in sandbox_kinds()]

@@ -1,0 +1,134 @@
+"""Fast unit tests of the runner's pure parts: plain-data codec, stdout comparison, test plans."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sandbox.runner import codec, framing
+from sandbox.runner.compare import stdout_matches
+from sandbox.runner.verdict import unit_labels
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 0, -7, 2**200, 1.5, "héllo", b"\x00\xff", [1, [2, (3, 4)]], (1,), {"a": 1, 2: [3]},
+     {1, 2}, frozenset({"x"}), 1 + 2j, {(1, 2): {"k": None}}],
+)
+def test_codec_round_trip_keeps_exact_types(value):
+    back = codec.decode(codec.encode(value))
+    assert back == value
+    assert type(back) is type(value)
+
+
+def test_codec_nan_and_inf():
+    back = codec.decode(codec.encode([math.inf, -math.inf, math.nan]))
+    assert back[0] == math.inf and back[1] == -math.inf and math.isnan(back[2])
+
+
+class AlwaysEqual:
+    def __eq__(self, other):
+        return True
+
+
+class SneakyInt(int):
+    def __eq__(self, other):
+        return True
+
+
+class SneakyStr(str):
+    def __eq__(self, other):
+        return True
+
+
+@pytest.mark.parametrize("value", [AlwaysEqual(), SneakyInt(3), SneakyStr("x"), [1, SneakyInt(2)], {"k": AlwaysEqual()},
+                                   lambda: 1, iter([1]), object()])
+def test_codec_refuses_anything_but_exact_builtins(value):
+    with pytest.raises(codec.Unencodable):
+        codec.encode(value)
+
+
+def test_codec_refuses_self_reference_and_giant_ints():
+    a: list = []
+    a.append(a)
+    with pytest.raises(codec.Unencodable):
+        codec.encode(a)
+    with pytest.raises(codec.Unencodable):
+        codec.encode(10**5000)
+
+
+def test_decode_rejects_unknown_tags():
+    with pytest.raises(ValueError):
+        codec.decode({"$x": 1})
+    with pytest.raises(ValueError):
+        codec.decode({"a": 1, "b": 2})
+
+
+def test_values_equal_json_semantics():
+    eq = codec.values_equal
+    assert eq((1, 2), [1, 2])
+    assert eq(2.0, 2)
+    assert not eq(True, 1) and not eq(1, True)
+    assert eq(0.1 + 0.2, 0.3, 1e-9) and not eq(0.1 + 0.2, 0.3, None)
+    assert eq({1: "a"}, {"1": "a"})
+    assert eq({3, 1}, [1, 3])
+    assert not eq([1, 2], [1, 2, 3])
+    assert not eq("1", 1)
+
+
+def test_frame_reader_handles_split_and_joined_frames():
+    data = framing.encode_frame({"a": 1}) + framing.encode_frame([2, 3])
+    r = framing.FrameReader()
+    assert r.feed(data[:3]) == []
+    assert r.feed(data[3:]) == [{"a": 1}, [2, 3]]
+    with pytest.raises(framing.FrameError):
+        framing.FrameReader(limit=10).feed(framing.encode_frame("x" * 100))
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "tol", "ok"),
+    [
+        ("1 2\n3\n", "1 2\n3", None, True),
+        ("1 2  \r\n3\n\n\n", "1 2\n3\n", None, True),
+        ("1 2\n", "1 2\n3\n", None, False),  # a correct prefix is not enough
+        ("1 2\n3\n4\n", "1 2\n3\n", None, False),
+        ("0.3333333\n", "0.333333333\n", 1e-6, True),
+        ("0.3333333\n", "0.333333333\n", None, False),
+        ("abc 1.0\n", "abc 1\n", 1e-9, True),
+        ("abc 1.0\n", "abd 1\n", 1e-9, False),
+        (" 1 2\n", "1 2\n", None, False),  # leading whitespace matters
+    ],
+)
+def test_stdout_matches(actual, expected, tol, ok):
+    assert stdout_matches(actual, expected, tol) is ok
+
+
+HUMANEVAL_STYLE = '''
+METADATA = {"author": "x"}
+
+def check(candidate):
+    """docstring"""
+    import math
+    assert candidate(1) == 2
+    assert True, "not a test of the candidate"
+    assert math.isclose(candidate(2), 3)
+'''
+
+
+def test_flat_check_splits_into_one_test_per_candidate_assert():
+    labels = unit_labels({"kind": "assert", "test": HUMANEVAL_STYLE, "entry_point": "f"})
+    assert labels == ["assert candidate(1) == 2", "assert math.isclose(candidate(2), 3)"]
+
+
+def test_non_flat_check_is_one_test():
+    test = "def check(candidate):\n    for i in range(3):\n        assert candidate(i) == i + 1\n"
+    assert unit_labels({"kind": "assert", "test": test, "entry_point": "f"}) == ["check(candidate)"]
+    assert unit_labels({"kind": "assert", "test": HUMANEVAL_STYLE, "entry_point": "f", "split_asserts": False}) == [
+        "check(candidate)"
+    ]
+
+
+def test_labels_for_lists_and_calls():
+    assert len(unit_labels({"kind": "assert", "asserts": ["assert f(1)", "assert f(2)"]})) == 2
+    assert unit_labels({"kind": "call", "fn_name": "f", "cases": [{}, {}, {}]}) == ["case 0", "case 1", "case 2"]
