@@ -29,6 +29,17 @@ _CODE_RE = re.compile(
 )
 
 
+_REPEAT_RE = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar)\s*\{(\d{1,12})\}")
+
+
+def _repeating(m: re.Match) -> str:
+    """0.1\\overline{6} -> \\frac{1}{6} (exact)."""
+    whole, fixed, rep = m.group(1) or "0", m.group(2), m.group(3)
+    num = int(whole + fixed + rep) - int(whole + fixed)
+    den = (10 ** len(rep) - 1) * 10 ** len(fixed)
+    return f"\\frac{{{num}}}{{{den}}}"
+
+
 class Opts:
     def __init__(self, d: dict):
         self.rel_tol = float(d.get("rel_tol", 1e-6))
@@ -51,6 +62,7 @@ def normalize(s: str) -> str:
     s = re.sub(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})", r"\1", s)
     s = re.sub(r"(\d),\\!\s*(?=\d{3})", r"\1", s)
     s = s.replace("\\!", "").replace("\\$", " ").replace("\\displaystyle", " ")
+    s = _REPEAT_RE.sub(_repeating, s)
     s = s.strip()
     s = re.sub(r"^\$+|\$+$", "", s).strip()
     s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
@@ -492,6 +504,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars:
         return done(0, "too_large", "answer too long", pred.answer[:200])
 
+    if _CODE_RE.search(pred.answer) or (pred.how in ("last number", "last math block") and _CODE_RE.search(completion)):
+        return done(0, "parse_error", "code-like answer refused", pred.answer)
     # identical text (after light normalisation) needs no parsing
     rk = text_key(normalize(ref_text))
     if rk and (rk == text_key(normalize(pred.answer)) or (pred.joined and rk == text_key(normalize(pred.joined)))):
@@ -506,8 +520,6 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
     pred_texts.append(pred.answer)
-    if _CODE_RE.search(pred.answer):
-        return done(0, "parse_error", "code-like answer refused", pred.answer)
     if pred.how in ("bare", "phrase", "last math block") and o.fallback == "last_number":
         ln = last_number(pred.answer)
         if ln and ln != pred.answer:
@@ -518,6 +530,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
         pvals, perr = _parse_all(ptxt)
         if not pvals:
             first_err = first_err or perr
+            if perr and perr[0] == "too_large":
+                break
             continue
         is_fallback = i == len(pred_texts) - 1 and i > 0 and ptxt not in (pred.answer, pred.joined)
         if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v in last_pv):

@@ -668,6 +668,10 @@ class Parser:
             elif self.at_op("/") or self.at_cmd("div", "over"):
                 self.next()
                 left = binop("/", left, self.parse_unary())
+            elif ((self.at_cmd("frac", "dfrac", "tfrac") or self.at("num") and self.t.space) and self._mixed_ok(left)
+                  and (frac := self._try_mixed()) is not None):
+                # mixed number: 2\frac{1}{4} or "2 1/4" = 2 + 1/4
+                left = Q(left.e + frac if left.e >= 0 else left.e - frac)
             elif self.starts_atom():
                 if self.at("num") and isinstance(left, Q) and self._last_was_num:
                     # "2 3" juxtaposed numbers: only with a power in between ("2^6 3^5")
@@ -677,6 +681,41 @@ class Parser:
             else:
                 break
         return left
+
+    def _mixed_ok(self, left) -> bool:
+        prev = self.toks[self.i - 1] if self.i else None
+        return (isinstance(left, Q) and isinstance(left.e, sp.Integer) and not left.approx and not left.pct
+                and self._last_was_num and not self._allow_num_juxt
+                and prev is not None and prev.kind == "num" and "." not in prev.val)
+
+    def _try_mixed(self):
+        """A proper fraction of integer literals right here, or None (position restored)."""
+        start = self.i
+        try:
+            if self.at("num"):
+                a = self.next()
+                if not self.at_op("/"):
+                    raise ParseError("no")
+                self.next()
+                b = self.next()
+                if a.kind != "num" or b.kind != "num" or "." in a.val + b.val:
+                    raise ParseError("no")
+                num, den = int(a.val), int(b.val)
+            else:
+                self.next()
+                na, nb = self.read_arg(), self.read_arg()
+                if not (isinstance(na, Q) and isinstance(nb, Q) and isinstance(na.e, sp.Integer)
+                        and isinstance(nb.e, sp.Integer)) or na.approx or nb.approx:
+                    raise ParseError("no")
+                num, den = int(na.e), int(nb.e)
+            if not 0 < num < den:
+                raise ParseError("no")
+            if self.at_op("^", "_") or self.starts_atom():
+                raise ParseError("no")
+            return sp.Rational(num, den)
+        except ParseError:
+            self.i = start
+            return None
 
     _last_was_num = False
     _allow_num_juxt = False
