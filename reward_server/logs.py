@@ -10,7 +10,7 @@ import time
 
 request_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("request_id", default=None)
 
-_RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+_RESERVED = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):
