@@ -319,6 +319,8 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         if errors:
             raise RequestValidationError(errors)
 
+    app.state.check_limits = check_limits
+
     @app.post(
         "/v1/score",
         response_model=ScoreResponse,

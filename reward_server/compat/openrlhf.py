@@ -19,7 +19,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from reward_server.compat.common import task_of
-from reward_server.schemas import ScoreItem, Task
+from reward_server.schemas import ScoreItem, ScoreRequest, Task
 
 router = APIRouter(tags=["compat: OpenRLHF"])
 _task_adapter: TypeAdapter = TypeAdapter(Task)
@@ -83,6 +83,7 @@ async def get_reward(req: GetRewardRequest, request: Request):
         except ValueError as e:
             raise RequestValidationError([{"loc": ["body", "labels", i], "msg": str(e), "type": "value_error"}]) from None
         items.append(ScoreItem.model_construct(id=i, completion=completion_of(q, prompt), task=task))
+    st.check_limits(ScoreRequest.model_construct(items=items, weights=None, extract=None))
     st.admit(n)
     results = await st.scorer.score_items(items)
     rewards = [r.reward if r.reward is not None else 0.0 for r in results]
