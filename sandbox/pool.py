@@ -82,13 +82,15 @@ class _Runner:
 
 
 class SandboxPool:
-    def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0) -> None:
+    def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0,
+                 no_runner_timeout: float = 30.0) -> None:
         if size < 1 or per_runner < 1:
             raise ValueError("size and per_runner must be >= 1")
         self.host = host
         self.size = size
         self.per_runner = per_runner
         self.health_interval = health_interval
+        self.no_runner_timeout = no_runner_timeout
         self.runners: list[_Runner | None] = [None] * size
         self._cond: asyncio.Condition | None = None
         self._replacing: set[int] = set()
@@ -163,23 +165,28 @@ class SandboxPool:
     # -------------------------------------------------------------- scheduling
     async def _acquire(self, avoid: _Runner | None) -> _Runner:
         assert self._cond is not None, "pool not started"
-        deadline = time.monotonic() + 60
+        dead_since: float | None = None
         async with self._cond:
             while True:
                 if self._closed:
                     raise InfraError("pool is closed")
-                live = [r for r in self.runners if r is not None and r.alive and r.in_flight < self.per_runner]
-                if avoid is not None and len(live) > 1:
-                    live = [r for r in live if r is not avoid] or live
-                if live:
-                    r = min(live, key=lambda x: x.in_flight)
+                alive = [r for r in self.runners if r is not None and r.alive]
+                free = [r for r in alive if r.in_flight < self.per_runner]
+                if avoid is not None and len(free) > 1:
+                    free = [r for r in free if r is not avoid] or free
+                if free:
+                    r = min(free, key=lambda x: x.in_flight)
                     r.in_flight += 1
                     return r
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise InfraError("no live sandbox runner")
+                # busy runners are worth waiting for; only a pool with none alive gives up
+                if alive:
+                    dead_since = None
+                else:
+                    dead_since = dead_since or time.monotonic()
+                    if time.monotonic() - dead_since > self.no_runner_timeout:
+                        raise InfraError("no live sandbox runner")
                 with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._cond.wait(), min(left, 1.0))
+                    await asyncio.wait_for(self._cond.wait(), 1.0)
 
     async def _release(self, r: _Runner) -> None:
         assert self._cond is not None

@@ -93,7 +93,7 @@ class DockerHost(Host):
             ],
             "command": [
                 "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(self.slots),
-                "--scratch", "/tmp/sbx", "--hide-prefix", "/opt/verireward",
+                "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward",
             ],
             "detach": True,
             "name": f"verireward-runner-{self.pool_id}-{index}-{uuid.uuid4().hex[:4]}",
@@ -101,8 +101,13 @@ class DockerHost(Host):
             "user": "0:0",
             "network_mode": "none",
             "read_only": True,
-            "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={self.tmp_mb}m,mode=755"},
-            "shm_size": "16m",
+            # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
+            # stays part of the read-only root; no /dev/shm (ipc none) and a closed /dev/mqueue.
+            "tmpfs": {
+                "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,mode=755",
+                "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
+            },
+            "ipc_mode": "none",
             "volumes": volumes,
             "cap_drop": ["ALL"],
             "cap_add": RUNNER_CAPS,

@@ -614,7 +614,9 @@ class Supervisor:
                 self._close_fd(c, "stdin_w")
             first = self.wait_frame(c, deadline)
             if first is not None and not first.get("syntax_ok"):
-                out.update(syntax_ok=False, status="error", message=str(first.get("message", ""))[:500])
+                why = str(first.get("message", ""))[:500]
+                out.update(syntax_ok=False, status="error", message=why, exit=1)
+                self.kept["stderr"] += why.encode("utf-8", "replace") + b"\n"
             else:
                 ended = self.wait_frame(c, deadline) if first is not None else None
                 while (c.open_pipes > 0 or not c.eof) and not self.over_limit and time.monotonic() < deadline:

@@ -21,6 +21,9 @@ BUILTIN_NAMES = set(dir(builtins))
 STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 
 
+LAST_RETURN: list = []  # the candidate's latest answer, quoted when a bare assert fails
+
+
 class Aborted(BaseException):
     """The supervisor stopped the candidate (timeout, crash, limits); not catchable by tests."""
 
@@ -69,7 +72,9 @@ def make_proxy(chan: Channel, name: str):
         if "args_after" in reply:
             _write_back(args, codec.decode(reply["args_after"]))
         if reply.get("ok"):
-            return codec.decode(reply["value"])
+            value = codec.decode(reply["value"])
+            LAST_RETURN[:] = [value]
+            return value
         raise _exception(str(reply.get("exc_type", "Exception")), str(reply.get("message", "")))
 
     proxy.__name__ = proxy.__qualname__ = name
@@ -265,6 +270,12 @@ def build_plan(chan: Channel, spec: dict) -> list[Unit]:
     return plan_assert_check(chan, spec)
 
 
+def _bare_failure() -> str:
+    if LAST_RETURN:
+        return f"assertion failed; the candidate last returned {_short(LAST_RETURN[0])}"
+    return "assertion failed"
+
+
 def main(sock: socket.socket, spec: dict, start: int) -> None:
     """Run units from `start` on, reporting begin/end of each to the supervisor."""
     chan = Channel(sock)
@@ -278,13 +289,14 @@ def main(sock: socket.socket, spec: dict, start: int) -> None:
     chan.send({"op": "plan", "names": [u.name for u in units]})
     for i in range(start, len(units)):
         chan.send({"op": "begin", "index": i})
+        LAST_RETURN.clear()
         status, message = "passed", ""
         try:
             units[i].run()
         except Aborted as exc:
             status, message = "aborted", str(exc)
         except AssertionError as exc:
-            status, message = "failed", (str(exc) or "assertion failed")[:300]
+            status, message = "failed", (str(exc) or _bare_failure())[:300]
         except BaseException as exc:  # noqa: BLE001
             status, message = "error", f"{type(exc).__name__}: {exc}"[:300]
         chan.send({"op": "end", "index": i, "status": status, "message": message})
