@@ -128,10 +128,13 @@ def _reap(children: dict[int, int], free: list[int]) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m sandbox.runner", description=__doc__)
-    p.add_argument("--socket", required=True, help="unix socket path to listen on")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--socket", help="unix socket path to listen on")
+    where.add_argument("--socket-dir", help="listen on DIR/<hostname>.sock (replicas sharing one volume)")
     p.add_argument("--slots", type=int, default=8, help="connections (jobs) served at once")
     p.add_argument("--uid-base", type=int, default=20000, help="first uid for job processes (2 per slot)")
     p.add_argument("--scratch", default="/tmp/sbx", help="directory for per-job scratch directories")
     p.add_argument("--hide-prefix", default="\0", help="sys.path entries to drop in candidates")
     a = p.parse_args(argv)
-    serve(a.socket, slots=a.slots, uid_base=a.uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix)
+    path = a.socket or os.path.join(a.socket_dir, f"{socket.gethostname()}.sock")
+    serve(path, slots=a.slots, uid_base=a.uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix)
