@@ -23,6 +23,7 @@ def serve(
     sandbox: str | None = typer.Option(None, help="sandbox host: auto|docker|bwrap|socketdir [default auto]"),
     pool: int | None = typer.Option(None, "--pool", help="runners in the pool [default: the host's choice]"),
     sandbox_option: list[str] = typer.Option([], "--sandbox-option", help="extra host option KEY=VALUE (JSON value), repeatable"),
+    socket_dir: str | None = typer.Option(None, help="socketdir host: directory of runner sockets [env REWARD_SERVER_SOCKET_DIR, default /run/sandbox]"),
     max_items: int | None = typer.Option(None, help="items per request"),
     max_body_bytes: int | None = typer.Option(None, help="request body cap (413 beyond)"),
     max_inflight: int | None = typer.Option(None, help="jobs running at once [default: pool capacity]"),
@@ -59,6 +60,8 @@ def serve(
                 opts[k] = v
         overrides["sandbox_options"] = opts
     settings = Settings(**overrides)
+    if socket_dir:  # merged into options from flags or REWARD_SERVER_SANDBOX_OPTIONS
+        settings.sandbox_options["socket_dir"] = socket_dir
     configure_logging(settings.log_level, settings.log_json)
     uvicorn.run(
         create_app(settings),

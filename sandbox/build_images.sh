@@ -3,7 +3,9 @@
 #   BASE_IMAGE   base with python3 (default: verireward-base:bookworm, made here by debootstrap;
 #                set it to e.g. python:3.11-slim where a registry is reachable)
 #   SANDBOX_IMAGE / SERVER_IMAGE   tags of the images built (defaults below)
-#   WITH_SERVER=1   also build the server image (needs a wheelhouse; see reward_server/Dockerfile)
+#   WITH_SERVER=1   also build the server image, from a wheelhouse built here in .cache/wheelhouse
+#                   (see reward_server/Dockerfile); compose.yaml and tests/deploy need it
+#   PYTHON          host interpreter that builds the wheelhouse (its X.Y must match the base's)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE_IMAGE=${BASE_IMAGE:-verireward-base:bookworm}
@@ -29,8 +31,21 @@ docker build -q -f sandbox/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$
 echo "built $SANDBOX_IMAGE on $BASE_IMAGE"
 
 if [ "${WITH_SERVER:-0}" = "1" ]; then
+  # The server image installs from a wheelhouse built here (no registry inside the build):
+  # the project and its base dependencies only, not the `train` extra (torch & co).
+  # Binary wheels (pydantic-core, PyYAML) are per Python version, so the host interpreter
+  # must match the base image's; set PYTHON=python3.X to pick another one.
+  PYTHON=${PYTHON:-python3}
+  base_py=$(docker run --rm --network none --entrypoint python3 "$BASE_IMAGE" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  host_py=$("$PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  if [ "$base_py" != "$host_py" ]; then
+    echo "error: $BASE_IMAGE has Python $base_py but $PYTHON is $host_py; rerun with PYTHON=python$base_py" >&2
+    exit 1
+  fi
   rm -rf .cache/wheelhouse && mkdir -p .cache/wheelhouse
-  python3 -m pip wheel -q -w .cache/wheelhouse .
+  "$PYTHON" -m pip wheel -q --disable-pip-version-check -w .cache/wheelhouse . 2>&1 | grep -v -i warning || true
+  ls .cache/wheelhouse/verireward-*.whl >/dev/null
+  echo "wheelhouse: $(ls .cache/wheelhouse | wc -l) wheels, $(du -sh .cache/wheelhouse | cut -f1)"
   docker build -q -f reward_server/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SERVER_IMAGE" .
   echo "built $SERVER_IMAGE on $BASE_IMAGE"
 fi

@@ -91,7 +91,12 @@ class SandboxPool:
         self.per_runner = per_runner
         self.health_interval = health_interval
         self.no_runner_timeout = no_runner_timeout
-        self.runners: list[_Runner | None] = [None] * size
+        # a dynamic host (socketdir) is not sized by us: its runners come and go on their own,
+        # `discover()` adds them on each health tick and a dead one is dropped, not replaced
+        self.dynamic = bool(getattr(host, "dynamic", False))
+        if self.dynamic:
+            self.size = 0
+        self.runners: list[_Runner | None] = [None] * self.size
         self._cond: asyncio.Condition | None = None
         self._replacing: set[int] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -128,6 +133,9 @@ class SandboxPool:
 
     async def start(self) -> None:
         self._cond = asyncio.Condition()
+        if self.dynamic:
+            await self._start_dynamic()
+            return
         results = await asyncio.gather(*(self.host.start_runner(i) for i in range(self.size)), return_exceptions=True)
         for i, res in enumerate(results):
             if isinstance(res, BaseException):
@@ -141,6 +149,38 @@ class SandboxPool:
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
+    async def _start_dynamic(self) -> None:
+        deadline = time.monotonic() + float(getattr(self.host, "start_timeout", 60.0))
+        while True:
+            await self._discover()
+            if self.ready or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.25)
+        if not self.ready:
+            await self.close()
+            raise RunnerStartError(f"no {self.kind} runner answered in {getattr(self.host, 'socket_dir', '?')}")
+        self._health = asyncio.create_task(self._health_loop())
+        log.info("sandbox pool ready: host=%s runners=%d per_runner=%d (more join as they appear)",
+                 self.kind, self.size, self.per_runner)
+
+    async def _discover(self) -> None:
+        """Add the runners a dynamic host finds that the pool does not hold yet."""
+        known = {r.handle.socket_path for r in self.runners if r is not None and r.alive}
+        try:
+            handles = await self.host.discover(known)
+        except Exception as exc:  # noqa: BLE001 - a failed scan must not stop the health loop
+            log.warning("runner discovery failed: %s", exc)
+            return
+        if not handles or self._closed:
+            return
+        for h in handles:
+            self.runners.append(_Runner(h))
+            log.info("runner %s joined the pool", h.ident)
+        self.size = len(self.runners)
+        assert self._cond is not None
+        async with self._cond:
+            self._cond.notify_all()
+
     async def close(self) -> None:
         self._closed = True
         if self._health:
@@ -152,7 +192,7 @@ class SandboxPool:
                 r.drop_connections()
                 with contextlib.suppress(Exception):
                     await self.host.stop_runner(r.handle)
-        self.runners = [None] * self.size
+        self.runners = [] if self.dynamic else [None] * self.size
         await self.host.close()
 
     async def __aenter__(self) -> SandboxPool:
@@ -251,7 +291,7 @@ class SandboxPool:
         n_guess = _count_tests(job)
         budget = job.limits.timeout_s * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
-               "limits": job.limits.model_dump()}
+               "limits": job.limits.model_dump(), "stream": on_event is not None}
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if "error" in done:
@@ -284,6 +324,13 @@ class SandboxPool:
             return
         r.alive = False
         r.drop_connections()
+        if self.dynamic:
+            # not ours to replace: forget it; discover() adds it back if its socket answers again
+            if r in self.runners:
+                self.runners.remove(r)
+            self.size = len(self.runners)
+            log.warning("runner %s left the pool", r.handle.ident)
+            return
         idx = self.runners.index(r) if r in self.runners else r.handle.index
         self._schedule_replace(idx, r)
 
@@ -329,6 +376,8 @@ class SandboxPool:
                 elif r.alive and not await self._healthy(r):
                     log.warning("runner %s failed its health check", r.handle.ident)
                     self._mark_dead(r)
+            if self.dynamic:
+                await self._discover()
 
     async def _healthy(self, r: _Runner) -> bool:
         if not await self.host.is_alive(r.handle):
@@ -377,6 +426,7 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     """A pool on the named host; `auto` takes docker when an engine and our image answer."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
+    per_runner_given = per_runner
     per_runner = per_runner or 2
     if kind == "auto":
         from sandbox.hosts.docker import DockerHost
@@ -400,8 +450,11 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     elif kind == "socketdir":
         from sandbox.hosts.socketdir import SocketDirHost
 
+        # runners join and leave as the orchestrator scales them; `size` is what answers.
+        # They run with --slots 8: 4 jobs each leaves room for health probes.
         host = SocketDirHost(**host_options)
-        size = host.count()
+        size = 1
+        per_runner = per_runner_given or 4
     else:
         raise ValueError(f"unknown sandbox kind {kind!r}")
     return SandboxPool(host, size=size, per_runner=per_runner)
