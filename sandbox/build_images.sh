@@ -43,8 +43,8 @@ if [ "${WITH_SERVER:-0}" = "1" ]; then
     exit 1
   fi
   rm -rf .cache/wheelhouse && mkdir -p .cache/wheelhouse
-  "$PYTHON" -m pip wheel -q --disable-pip-version-check -w .cache/wheelhouse . 2>&1 | grep -v -i warning || true
-  ls .cache/wheelhouse/verireward-*.whl >/dev/null
+  "$PYTHON" -m pip wheel -q --disable-pip-version-check -w .cache/wheelhouse . >/tmp/verireward-wheelhouse.log 2>&1 \
+    || { tail -30 /tmp/verireward-wheelhouse.log; exit 1; }
   echo "wheelhouse: $(ls .cache/wheelhouse | wc -l) wheels, $(du -sh .cache/wheelhouse | cut -f1)"
   docker build -q -f reward_server/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SERVER_IMAGE" .
   echo "built $SERVER_IMAGE on $BASE_IMAGE"

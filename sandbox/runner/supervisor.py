@@ -75,6 +75,7 @@ class Supervisor:
         self.truncated = False
         self.over_limit = False
         self.candidate_names: list[str] = []
+        self.stream = True
 
     # ------------------------------------------------------------------ plumbing
     def serve(self) -> None:
@@ -310,14 +311,19 @@ class Supervisor:
 
     # ---------------------------------------------------------------- verdict
     def fork_verdict(self, spec: dict, start: int, lim: dict, n_units: int) -> Verdict:
+        """Fork the verdict process; it inherits the loaded candidate's channel, if any."""
         ours, theirs = socket.socketpair()
+        cand_fd = self.cand.ctrl.fileno() if self.cand and not self.cand.killed else -1
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
-                keep = theirs.fileno()
-                os.closerange(3, keep)
-                os.closerange(keep + 1, 65536)
+                keep = sorted(fd for fd in (theirs.fileno(), cand_fd) if fd >= 0)
+                low = 3
+                for fd in keep:
+                    os.closerange(low, fd)
+                    low = fd + 1
+                os.closerange(low, 65536)
                 os.setsid()
                 os.chdir("/")
                 limits.apply_rlimits(
@@ -328,7 +334,7 @@ class Supervisor:
                     cpu_s=int(lim["timeout_s"] * (n_units + 2)) + 2,
                 )
                 limits.drop_privileges(self.v_uid)
-                verdict.main(theirs, spec, start)
+                verdict.main(theirs, spec, start, cand_fd)
             except BaseException:  # noqa: BLE001
                 code = 1
             os._exit(code)
@@ -338,13 +344,9 @@ class Supervisor:
         self.sel.register(ours, READ, ("v", v))
         return v
 
-    def send_verdict(self, obj: dict) -> None:
-        if self.v and not self.v.eof:
-            try:
-                framing.send_frame(self.v.sock, obj, timeout=GRACE_S)
-            except (OSError, TimeoutError):
-                self.v.eof = True
-            self.v.sock.setblocking(False)
+    def hand_over(self, c: Candidate) -> None:
+        """From here on the verdict process talks to the candidate; we only watch it."""
+        self._unregister(c.ctrl)
 
     def kill_verdict(self) -> None:
         v, self.v = self.v, None
@@ -367,6 +369,7 @@ class Supervisor:
         self.truncated = False
         self.exits.clear()
         self.candidate_names = []
+        self.stream = bool(msg.get("stream", True))
         scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}-{self.jobs}", self.c_uid)
         t0 = time.monotonic()
         try:
@@ -450,44 +453,74 @@ class Supervisor:
                     "passed": 0, "total": 0, "tests": []}
         n = len(labels)
         self.cand, outcome = self.load_candidate(msg["program"], scratch, lim, n)
-        self.emit({"event": "load", **outcome, "total": n})
+        if self.stream:
+            self.emit({"event": "load", **outcome, "total": n})
         results: list[dict | None] = [None] * n
         if not outcome["runs"]:
             why = "program has a syntax error" if not outcome["syntax_ok"] else "program did not run"
             for i in range(n):
                 results[i] = {"status": "error", "time_s": 0.0, "message": f"{why}: {outcome['message']}"[:300]}
-                self.emit({"event": "test", "index": i, **results[i]})
+                if self.stream:
+                    self.emit({"event": "test", "index": i, **results[i]})
         else:
             self.relay(msg, scratch, lim, spec, labels, results)
         passed = sum(1 for r in results if r and r["status"] == "passed")
         return {"event": "done", **outcome, "passed": passed, "total": n, "tests": results}
 
     def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, labels: list, results: list) -> None:
+        """Drive the verdict process through the tests. It calls the candidate directly; we
+        keep the clock, drain the candidate's output, and kill whatever overstays."""
         n = len(labels)
         spec = dict(spec, candidate_names=self.candidate_names)
+        if self.cand:
+            self.hand_over(self.cand)
         self.v = self.fork_verdict(spec, 0, lim, n)
         current: int | None = None
         started = 0.0
         deadline = float("inf")
-        pending: int | None = None
         override: tuple[str, str] | None = None
-        call_id = 0
+        cand_killed_for_deadline = False
         job_deadline = time.monotonic() + float(lim["timeout_s"]) * (n + 2) + 10
 
         def record(i: int, status: str, message: str) -> None:
             results[i] = {"status": status, "time_s": round(time.monotonic() - started, 6), "message": message[:300]}
-            self.emit({"event": "test", "index": i, **results[i]})
+            if self.stream:
+                self.emit({"event": "test", "index": i, **results[i]})
 
         def next_start() -> int:
             return next((i for i, r in enumerate(results) if r is None), n)
+
+        def drop_candidate(reason: tuple[str, str] | None) -> None:
+            """Kill the current candidate; its death explains the current test's failure."""
+            nonlocal override
+            if not self.cand:
+                return
+            if reason is None:
+                reason = self.death_status(self.cand, False)
+            self.kill_candidate(self.cand)
+            self.cand = None
+            if current is not None and not override:
+                override = reason
+
+        def restart_verdict() -> bool:
+            nonlocal current, deadline
+            self.kill_verdict()
+            current = None
+            deadline = float("inf")
+            start = next_start()
+            if start >= n:
+                return False
+            if self.cand:
+                self.hand_over(self.cand)
+            self.v = self.fork_verdict(spec, start, lim, n)
+            return True
 
         while True:
             now = time.monotonic()
             if now > job_deadline:
                 for i in range(n):
                     if results[i] is None:
-                        results[i] = {"status": "timeout", "time_s": 0.0, "message": "job time limit"}
-                        self.emit({"event": "test", "index": i, **results[i]})
+                        record(i, "timeout", "job time limit")
                 return
             v = self.v
             while v and v.frames:
@@ -498,36 +531,30 @@ class Supervisor:
                     started = time.monotonic()
                     deadline = self.start_unit(lim)
                     override = None
-                elif op == "call":
-                    if self.cand is None or self.cand.eof:
-                        if self.cand:
-                            self.kill_candidate(self.cand)
-                        saved = (self.unit_out, self.over_limit)
-                        self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
-                        self.unit_out, self.over_limit = saved
-                        # reloading is our cost, not the test's: its clock starts now
-                        deadline = time.monotonic() + float(lim["timeout_s"])
-                        if not again["runs"]:
-                            self.send_verdict({"abort": "the program failed to load again"})
-                            override = override or ("error", "program failed to reload: " + again["message"])
-                            continue
-                    call_id += 1
-                    f["id"] = call_id
-                    f.pop("op", None)
-                    f["op"] = "call"
-                    if self.send_candidate(self.cand, f):
-                        pending = call_id
+                    cand_killed_for_deadline = False
+                elif op == "lost":
+                    # the verdict process saw the candidate hang up or break the protocol
+                    drop_candidate(("error", "candidate broke the result protocol") if f.get("why") == "protocol" else None)
+                elif op == "need_candidate":
+                    drop_candidate(None)
+                    saved = (self.unit_out, self.over_limit)
+                    self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
+                    self.unit_out, self.over_limit = saved
+                    deadline = time.monotonic() + float(lim["timeout_s"])  # reloading is our cost
+                    cand_killed_for_deadline = False
+                    if again["runs"]:
+                        self.hand_over(self.cand)
+                        self.give_candidate(self.cand)
                     else:
-                        override = ("error", "candidate stopped reading its calls")
-                        self.kill_candidate(self.cand)
-                        self.send_verdict({"abort": "candidate stopped reading"})
+                        override = override or ("error", "program failed to reload: " + again["message"])
+                        self.give_candidate(None)
                 elif op == "end":
                     i = int(f["index"])
                     status, message = f.get("status", "error"), str(f.get("message", ""))
                     if override:
                         status, message = override
                     elif status == "aborted":
-                        status = "error"
+                        status, message = ("error", message or "candidate lost")
                     record(i, status, message)
                     current = None
                     deadline = float("inf")
@@ -541,59 +568,44 @@ class Supervisor:
                         if results[i] is None:
                             record(i, "error", "test did not run")
                     return
-            c = self.cand
-            if c and pending is not None:
-                if c.frames:
-                    reply = c.frames.popleft()
-                    if not isinstance(reply, dict) or reply.get("id") != pending:
-                        override = ("error", "candidate broke the result protocol")
-                        self.kill_candidate(c)
-                        self.cand = None
-                        self.send_verdict({"abort": "protocol"})
-                    else:
-                        reply.pop("id", None)
-                        if reply.get("exc_type") == "MemoryError":
-                            override = ("memory", "MemoryError")
-                        self.send_verdict(reply)
-                    pending = None
-                elif c.eof or self.over_limit:
-                    override = self.death_status(c, False)
-                    self.kill_candidate(c)
-                    self.cand = None
-                    self.send_verdict({"abort": override[0]})
-                    pending = None
+            if self.over_limit and self.cand:
+                drop_candidate(("output_limit", f"output exceeded {self.out_limit} bytes"))
             if self.v and self.v.eof and not self.v.frames:
-                self.kill_verdict()
                 if current is not None and results[current] is None:
                     st, why = override or ("error", "test process died")
                     record(current, st, why)
-                    current = None
-                start = next_start()
-                if start >= n:
+                if not restart_verdict():
                     return
-                self.v = self.fork_verdict(spec, start, lim, n)
                 continue
             if current is not None and time.monotonic() > deadline:
-                if pending is not None and self.cand:
-                    self.kill_candidate(self.cand)
-                    self.cand = None
-                    override = ("timeout", "wall-clock limit exceeded")
-                    self.send_verdict({"abort": "timeout"})
-                    pending = None
+                if not cand_killed_for_deadline and self.cand:
+                    # most likely the candidate is computing; its death unblocks the tests
+                    drop_candidate(("timeout", "wall-clock limit exceeded"))
+                    cand_killed_for_deadline = True
                     deadline = time.monotonic() + GRACE_S
                 else:
-                    self.kill_verdict()
+                    # the test code itself is stuck
                     record(current, "timeout", "wall-clock limit exceeded")
-                    current = None
-                    deadline = float("inf")
-                    start = next_start()
-                    if start >= n:
+                    if not restart_verdict():
                         return
-                    self.v = self.fork_verdict(spec, start, lim, n)
                 continue
-            if (self.v and self.v.frames) or (self.cand and pending is not None and self.cand.frames):
+            if self.v and self.v.frames:
                 continue
             self.pump(min(deadline, job_deadline) - time.monotonic())
+
+    def give_candidate(self, c: Candidate | None) -> None:
+        """Pass a fresh candidate's channel to the verdict process (SCM_RIGHTS)."""
+        if not self.v or self.v.eof:
+            return
+        data = framing.encode_frame({"ok": c is not None})
+        try:
+            self.v.sock.setblocking(True)
+            self.v.sock.settimeout(GRACE_S)
+            socket.send_fds(self.v.sock, [data], [c.ctrl.fileno()] if c else [])
+        except OSError:
+            self.v.eof = True
+        finally:
+            self.v.sock.setblocking(False)
 
     # ------------------------------------------------------------- stdio/exec
     def run_once(self, program: str, stdin: str, scratch: str, lim: dict, n_units: int) -> dict:

