@@ -37,7 +37,8 @@ def group_advantages(
         std = r.std(unbiased=True) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)
         a = r - mean
         if scale:
-            a = a / (std + epsilon)
+            denom = std + epsilon
+            a = a / denom if float(denom) > 0 else torch.zeros_like(a)
         adv[idx] = a
         std_per_item[idx] = std
     return adv.to(torch.float32), std_per_item.to(torch.float32)

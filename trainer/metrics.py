@@ -94,14 +94,16 @@ def plot_metrics(metrics_path: str | Path, out_png: str | Path, title: str | Non
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.set_title("training")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     ax = axes[1]
     if evals:
         steps = sorted(evals)
         ax.plot(steps, [evals[s].get("reward_mean") for s in steps], "o-", label="held-out reward")
     ax.set_xlabel("step")
     ax.set_title("held-out")
-    ax.legend(fontsize=8)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
     if title:
         fig.suptitle(title)
     fig.tight_layout()
