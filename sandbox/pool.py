@@ -94,6 +94,7 @@ class SandboxPool:
         # a dynamic host (socketdir) is not sized by us: its runners come and go on their own,
         # `discover()` adds them on each health tick and a dead one is dropped, not replaced
         self.dynamic = bool(getattr(host, "dynamic", False))
+        self._seen: set[str] = set()
         if self.dynamic:
             self.size = 0
         self.runners: list[_Runner | None] = [None] * self.size
@@ -175,6 +176,9 @@ class SandboxPool:
             return
         for h in handles:
             self.runners.append(_Runner(h))
+            if h.socket_path in self._seen:
+                self.restarts += 1  # a restarted container bound its socket again
+            self._seen.add(h.socket_path)
             log.info("runner %s joined the pool", h.ident)
         self.size = len(self.runners)
         assert self._cond is not None
