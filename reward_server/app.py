@@ -17,10 +17,12 @@ import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from reward_server.admission import Admission
 from reward_server.logs import configure_logging, request_id
@@ -263,6 +265,17 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
             m.rejected.labels("invalid").inc()
         return validation_response(list(exc.errors()))
 
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http_error(request: Request, exc: StarletteHTTPException):
+        # FastAPI answers a body it cannot decode (not UTF-8, say) with a bare 400; that is
+        # malformed input like bad JSON, so it gets the same 422 and shape.
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            m = state.get("metrics")
+            if m is not None:
+                m.rejected.labels("invalid").inc()
+            return validation_response([{"loc": ["body"], "msg": "body is not valid JSON (UTF-8)", "type": "json_invalid"}])
+        return await http_exception_handler(request, exc)
+
     @app.exception_handler(RequestRejected)
     async def _on_rejected(request: Request, exc: RequestRejected):
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
@@ -346,7 +359,8 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
     async def healthz():
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["ops"], summary="Readiness: the sandbox pool has live runners")
+    @app.get("/readyz", tags=["ops"], summary="Readiness: the sandbox pool has live runners",
+             responses={503: {"description": "not ready: no live runner, or shutting down (same body)"}})
     async def readyz():
         p = state.get("pool")
         adm: Admission | None = state.get("admission")
@@ -357,7 +371,9 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
                 body["pool"] = json.loads(p.stats().model_dump_json())
         return JSONResponse(status_code=200 if ready else 503, content=body)
 
-    @app.get("/metrics", tags=["ops"], summary="Prometheus metrics")
+    @app.get("/metrics", tags=["ops"], summary="Prometheus metrics", response_class=Response,
+             responses={200: {"description": "Prometheus text exposition format",
+                              "content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}})
     async def metrics():
         return Response(generate_latest(state["metrics"].registry), media_type=CONTENT_TYPE_LATEST)
 

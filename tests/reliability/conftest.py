@@ -32,7 +32,7 @@ BATCH = 8
 CLIENTS = LIMIT // BATCH  # 4 clients x 8 items = exactly the admission limit: never a 429
 
 REQUESTS = 300 if LONG else 24
-FAULT_REQUESTS = 300 if LONG else 20
+FAULT_REQUESTS = 300 if LONG else 12
 RSS_BATCHES = 400 if LONG else 30
 
 
@@ -40,8 +40,9 @@ def make_server(kind: str):
     return start_server(sandbox=kind, pool_size=POOL, max_inflight_jobs=MAX_INFLIGHT, max_queued_jobs=MAX_QUEUED)
 
 
-@pytest.fixture(scope="module", params=kind_params())
+@pytest.fixture(scope="session", params=kind_params())
 def load_server(request):
+    """One server per host for the load and fault suites (solo scores computed once)."""
     s = make_server(request.param)
     s.solo = asyncio.run(lt.score_solo(s.url))  # every distinct item, alone
     yield s
