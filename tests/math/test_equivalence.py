@@ -113,7 +113,7 @@ def test_equations(pred, gold, expected):
     "pred,gold,expected",
     [
         ("(2, 5)", "(2,5)", True), ("(5, 2)", "(2,5)", False), (r"\{5, 2\}", r"\{2,5\}", True),
-        ("5, 2", "2, 5", True), ("(1,2),(3,4)", "(3,4),(1,2)", True), (r"x = \pm 3", "3, -3", True),
+        ("5, 2", "2, 5 and 7", False), ("7, 5, 2", "2, 5 and 7", True), ("(1,2),(3,4)", "(3,4),(1,2)", True), (r"x = \pm 3", "3, -3", True),
         (r"\pm 3", "3", False), ("1, 2", "1, 2, 3", False),
     ],
 )
@@ -125,12 +125,72 @@ def test_tuples_and_sets(pred, gold, expected):
     "pred,gold,expected",
     [
         ("[2, 5)", "[2,5)", True), ("(2, 5]", "[2,5)", False), (r"(-\infty, 0) \cup (1, \infty)", r"(-\infty,0)\cup(1,\infty)", True),
-        (r"x \in [3, \infty)", r"x \ge 3", True), (r"-3 < x \leq 4", "(-3, 4]", True), ("-2x > 6", "x < -3", True),
-        ("x > 3", "x < 3", False), (r"|t| \le 2", "[-2, 2]", True),
+        (r"x \in [3, \infty)", r"x \ge 3", True), (r"-3 < x \leq 4", r"-3 \le x \leq 4", False), ("-2x > 6", "x < -3", True),
+        ("x > 3", "x < 3", False), (r"x \in (-3, 4]", r"-3 < x \leq 4", True), ("(-3, 4]", r"4 \ge x > -3", True),
     ],
 )
 def test_intervals_and_inequalities(pred, gold, expected):
     assert ok(pred, gold) is expected
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [(r"-3 < x \leq 4", "(-3, 4]"), (r"|t| \le 2", "[-2, 2]"), (r"x \ge 1", r"[1, \infty)"), ("x > 0", r"x \in (0, \infty)")],
+)
+def test_interval_reference_needs_interval_answer(pred, gold):
+    # interval_form="required" (default): the reference asks for interval notation
+    assert not ok(pred, gold)
+    assert ok(pred, gold, interval_form="either")
+    assert not ok(r"x \ge 2", r"[1, \infty)", interval_form="either")
+
+
+@pytest.mark.parametrize(
+    "pred,gold,expected",
+    [
+        ("10, 4, -2", "10, 4, -2", True), ("4, 10, -2", "10, 4, -2", False), ("4, .1, 2", "0.1, 4, 2", False),
+        (r"\frac12, 3", "0.5, 3", True), ("(10, 4, -2)", "10, 4, -2", True),
+        # marked as a set of answers: and/or/;, braces, +-, assignments, lists of tuples
+        ("2, 1", "1 and 2", True), ("3, 1, 2", "1, 2; 3", True), (r"\{2, 1\}", r"\{1, 2\}", True),
+        ("-3, 3", r"\pm 3", True), (r"\pm 3", "-3, 3", True), (r"\pm 3", "-3, 4", False), ("-8, 4", "a = 4, -8", True), ("y = 2, x = 1", "x = 1, y = 2", True),
+        ("(3, 4), (1, 2)", "(1, 2), (3, 4)", True), ("(4, 3), (1, 2)", "(1, 2), (3, 4)", False),
+    ],
+)
+def test_list_order_follows_the_reference(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+def test_list_order_from_reference_context_and_options():
+    # a boxed list introduced as the solutions of one unknown, or several boxes, is a set
+    assert ok("-2, 1", r"so the solutions are $n = \boxed{1,-2}$.")
+    assert ok("-2, 1", r"The roots are $\boxed{1, -2}$.")
+    assert ok(r"\boxed{-2, 1}", r"\boxed{1} and \boxed{-2}")
+    assert not ok("-2, 1", r"The coefficients are $\boxed{1, -2}$.")
+    assert ok("4, 10, -2", "10, 4, -2", list_order="unordered")
+    assert not ok("(3, 4), (1, 2)", "(1, 2), (3, 4)", list_order="ordered")
+    assert not ok(r"\{2, 1\}", r"\{1, 2, 3\}", list_order="ordered")
+    assert ok(r"\{2, 1\}", r"\{1, 2\}", list_order="ordered")  # a set stays a set
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [
+        (r"[2^{2^{-1000}}, \infty)", r"[1, \infty)"), (r"2^{\frac{1}{2^{500}}}", "1"),
+        (r"\sqrt{10^{100}+1}", "10^{50}"), (r"\frac{314159265358979323846264338}{10^{26}}", r"\pi"),
+        (r"1 + 10^{-40}", "1"),
+    ],
+)
+def test_exact_values_confirmed_at_high_precision(pred, gold):
+    assert not ok(pred, gold)
+    assert ok(pred, gold, exact_confirm=False) or pred == r"1 + 10^{-40}"
+
+
+@pytest.mark.parametrize(
+    "pred,gold",
+    [(r"\sqrt{2}+\sqrt{3}", r"\sqrt{5+2\sqrt{6}}"), (r"\frac{\log 8}{\log 2}", "3"), (r"4\arctan 1", r"\pi"),
+     (r"\cos\frac{\pi}{5}", r"\frac{1+\sqrt5}{4}"), (r"2^{10^{3}}", r"4^{500}")],
+)
+def test_exact_confirmation_keeps_true_equalities(pred, gold):
+    assert ok(pred, gold)
 
 
 def test_matrices():

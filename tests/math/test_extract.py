@@ -28,7 +28,9 @@ def test_think_is_skipped():
 
 def test_multiple_boxes():
     c = r"The roots are \boxed{2} and \boxed{-3}."
-    assert check(c, "-3, 2", {})["reward"] == 1.0  # the reference lists several answers
+    assert check(c, "-3 and 2", {})["reward"] == 1.0  # the reference lists several answers
+    assert check(c, "2, -3", {})["reward"] == 1.0
+    assert check(c, "-3, 2", {})["reward"] == 0.0  # a plain comma list in the reference is ordered
     assert check(c, "-3", {})["reward"] == 1.0  # otherwise the last box counts
     assert check(c, "2", {})["reward"] == 0.0
 

@@ -5,6 +5,7 @@ Runs inside the worker process only (it may call SymPy on parsed objects, never 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import re
 import time
@@ -49,6 +50,9 @@ class Opts:
         self.strip_think = d.get("strip_think", True)
         self.max_answer_chars = int(d.get("max_answer_chars", 2000))
         self.max_completion_chars = int(d.get("max_completion_chars", 200_000))
+        self.list_order = d.get("list_order", "reference")
+        self.interval_form = d.get("interval_form", "required")
+        self.exact_confirm = d.get("exact_confirm", True)
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -117,6 +121,29 @@ def _close(a: complex, b: complex, tol: float) -> bool:
     return abs(a - b) <= tol * max(abs(a), abs(b)) or abs(a - b) <= 1e-300
 
 
+MAX_CONFIRM_DIGITS = 5000
+
+
+def _exact_confirm(a, b, mag: float) -> bool:
+    """Two exact constants agree to 30 digits: are they still equal at a precision scaled to the
+    size of the integers written in them? (2^(2^-1000) agrees with 1 to 300 digits.)"""
+    if mag < 1e-20:
+        return True  # values near zero: the 30-digit verdict stands
+    digits = 0
+    for e in (a, b):
+        for r in e.atoms(sp.Rational):
+            digits = max(digits, len(str(abs(r.p))), len(str(r.q)))
+    dps = min(MAX_CONFIRM_DIGITS, 40 + 2 * digits)
+    try:
+        va, vb = a.evalf(dps), b.evalf(dps)
+        ra, ia = va.as_real_imag()
+        rb, ib = vb.as_real_imag()
+        d = max(abs(sp.Float(ra - rb, dps)), abs(sp.Float(ia - ib, dps)))
+        return bool(d <= sp.Float(mag, dps) * sp.Float(10, dps) ** (15 - dps))
+    except Exception:  # noqa: BLE001  (the soft timeout is a BaseException and passes through)
+        return True  # cannot evaluate further: the 30-digit verdict stands
+
+
 def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
     if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
         if not (isinstance(a, sp.MatrixBase) and isinstance(b, sp.MatrixBase)) or a.shape != b.shape:
@@ -138,7 +165,11 @@ def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
         if va is None or vb is None:
             return False, "not numeric"
         tol = max(o.rel_tol, 1e-12) if approx else 1e-15
-        return (True, "numeric equal") if _close(va, vb, tol) else (False, "numeric differ")
+        if not _close(va, vb, tol):
+            return False, "numeric differ"
+        if not approx and o.exact_confirm and not _exact_confirm(a, b, max(abs(va), abs(vb))):
+            return False, "exact values differ (high precision)"
+        return True, "numeric equal"
     if fa != fb:
         return False, "variables differ"
     syms = sorted(fa, key=lambda s: s.name)
@@ -291,6 +322,29 @@ def _items(v) -> list | None:
     return None
 
 
+def _ordered_list(g, o: Opts) -> bool:
+    """Is the reference a list whose order counts (see `list_order`)?"""
+    if o.list_order == "unordered" or not isinstance(g, Seq) or g.open != "":
+        return False
+    if o.list_order == "ordered":
+        return True
+    return g.commas and all(isinstance(x, Q) and not isinstance(x.e, sp.MatrixBase) for x in g.items)
+
+
+_SOLUTION_LEAD = re.compile(
+    r"(?:(?<![A-Za-z\\])[A-Za-z](?:_\{?\w+\}?)?\s*=|\b(?:solutions?|roots?|zeros?)\b[^.\n]{0,20}?\b(?:are|is)"
+    r"|\b(?:solutions?|roots?|zeros?)\s*:)\s*(?:\$|\\\(|\\\[)?\s*$",
+    re.IGNORECASE,
+)
+
+
+def _unordered_ref(v):
+    """A reference list marked as a set of solutions by its context is unordered."""
+    if isinstance(v, Seq) and v.open == "" and v.commas:
+        return dataclasses.replace(v, commas=False)
+    return v
+
+
 def _unordered_eq(gi: list, pi: list, o: Opts) -> bool:
     if not gi or not pi or len(gi) > 64 or len(pi) > 64:
         return False
@@ -349,6 +403,8 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         if s is not None:
             so = as_set(other)
             if so is not None:
+                if not rel_is_gold and o.interval_form == "required":
+                    return False, "inequality answer for an interval/set reference"
                 return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
         return False, "relation vs value"
     # sets built with unions / intervals
@@ -383,6 +439,12 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         return eq(g, pi[0], o)
     if gi is not None and pi is not None:
         gi, pi = _expand_rel_list(gi), _expand_rel_list(pi)
+        if _ordered_list(g, o) and not isinstance(p, PM):  # "\pm 3" names a pair, in no order
+            if len(gi) != len(pi):
+                return False, "lengths differ"
+            if all(eq(x, y, o)[0] for x, y in zip(gi, pi, strict=True)):
+                return True, "lists equal in order"
+            return False, "elements or order differ"
         return (True, "same elements") if _unordered_eq(gi, pi, o) else (False, "elements differ")
     gs = isinstance(g, Seq) and g.open in "([" and g.open != ""
     ps = isinstance(p, Seq) and p.open in "([" and p.open != ""
@@ -515,6 +577,9 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if not rvals:
         status, msg = rerr or ("parse_error", "reference did not parse")
         return done(0, status, f"reference: {msg}", pred.answer)
+    if ref.joined or _SOLUTION_LEAD.search(ref.lead):
+        # several boxes, or "the solutions are x = \boxed{1, -2}": a set of answers
+        rvals = [(t, _unordered_ref(v)) for t, v in rvals]
     ref_multi = any(_multi(v) for _, v in rvals)
     pred_texts = []
     if pred.joined and ref_multi:

@@ -27,6 +27,7 @@ class Extracted:
     joined: str | None = None  # several boxes in a row joined with ", " (a multi-answer list)
     how: str = ""
     boxes: list[str] = field(default_factory=list)
+    lead: str = ""  # up to 60 characters of text just before the (first) box used
 
 
 def find_boxes(text: str) -> list[tuple[int, int, str]]:
@@ -178,7 +179,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         run = _box_run(text, boxes)
         last = run[-1].strip()
         joined = ", ".join(x.strip() for x in run) if len(run) > 1 else None
-        return Extracted(last, joined, "boxed", [b[2] for b in boxes])
+        first = boxes[len(boxes) - len(run)][0]
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first])
     if markers:
         m = markers[-1]
         seg = _sentence(_clean_segment(text[m.end() :]))

@@ -42,6 +42,27 @@ class MathOptions(BaseModel):
         description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', degrees "
         "outside trig) are ignored. 'strict': unit text must match too (compared as text).",
     )
+    list_order: Literal["reference", "unordered", "ordered"] = Field(
+        "reference",
+        description="Order of a bare list in the reference (tuples '( )'/'[ ]' are always ordered, '\\{ \\}' "
+        "sets always unordered). 'reference': a plain comma list of values ('10, 4, -2') is ordered; "
+        "it is unordered when the reference marks it as a set of answers: 'and'/'or'/';' between items, "
+        "several boxes, +-, assignments ('x = 1, 2', 'a_1 = 2, a_2 = 5'), a list of tuples, or a box "
+        "introduced by 'x =' / 'the solutions are'. 'unordered': every bare list is a set. "
+        "'ordered': every bare list is ordered.",
+    )
+    interval_form: Literal["required", "either"] = Field(
+        "required",
+        description="'required': when the reference is an interval or set, an answer written as an "
+        "inequality is wrong even if it describes the same set (the question asked for interval "
+        "notation). 'either': an equivalent inequality is accepted. An inequality reference accepts an "
+        "equivalent interval either way.",
+    )
+    exact_confirm: bool = Field(
+        True,
+        description="When both sides are exact constants that agree to 30 digits, confirm at a precision "
+        "scaled to the integers written in them (up to 5000 digits), so 2^(2^-1000) != 1.",
+    )
     strip_think: bool = Field(
         True,
         description="Grade only the text after the last </think>; an unclosed <think> means no answer.",

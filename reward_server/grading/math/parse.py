@@ -66,6 +66,7 @@ class Seq:
     items: list
     open: str = ""  # '' bare list, '(' '[' brackets, '{' bare braces
     close: str = ""
+    commas: bool = False  # a bare list written with commas only (no and/or/;, not from cases)
 
     def __str__(self) -> str:
         return self.open + ", ".join(str(i) for i in self.items) + self.close
@@ -505,6 +506,7 @@ class Parser:
     def parse(self):
         groups: list[list] = []
         cur: list = []
+        strong_seen = False
         while True:
             while self.at_op(".") :
                 self.next()
@@ -512,6 +514,7 @@ class Parser:
                 break
             if self.at_op(",") or self.is_sep() or self.at_op(";"):
                 strong = not self.at_op(",")
+                strong_seen = strong_seen or strong
                 self.next()
                 if strong and cur:
                     groups.append(cur)
@@ -534,7 +537,7 @@ class Parser:
                 items.append(Seq([x.parts[1] for x in g], "(", ")"))
             else:
                 items.extend(g)
-        return Seq(items)
+        return Seq(items, commas=not strong_seen and len(groups) == 1)
 
     def parse_rel(self):
         parts = [self.parse_ratio()]
@@ -1138,7 +1141,7 @@ def _mark(v, pct: bool = False, deg: bool = False):
     if isinstance(v, PM):
         return PM([_mark(a, pct, deg) for a in v.alts])
     if isinstance(v, Seq):
-        return Seq([_mark(a, pct, deg) for a in v.items], v.open, v.close)
+        return Seq([_mark(a, pct, deg) for a in v.items], v.open, v.close, v.commas)
     q = _q(v)
     return Q(q.e, q.approx, q.pct or pct, q.deg or deg)
 
