@@ -7,7 +7,7 @@ plot of throughput vs concurrency (docker host, bwrap host, the baselines).
 
 Runs, each as its own process (so one failing does not hide the others):
 
-    sandbox   bench/sandbox_throughput.py --corpus mixed --concurrency 1,2,4 --json ...
+    sandbox   bench/sandbox_throughput.py --corpus canonical --concurrency 1,2,4 --json ...
     e2e       bench/server_e2e.py --sandbox bwrap / docker      (HTTP end-to-end vs the pool alone)
     math      bench/math_bench.py                               (ours vs Math-Verify, when installed)
     load      bench/load_test.py --sandbox bwrap / docker --faults --json ...
@@ -146,7 +146,7 @@ def print_table(rows: list[tuple[str, str, str, str]]) -> str:
     return text
 
 
-def plot(sandbox: list[dict], path: Path) -> None:
+def plot(sandbox: list[dict], path: Path, corpus: str = "canonical") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -164,7 +164,7 @@ def plot(sandbox: list[dict], path: Path) -> None:
     ax.set_ylabel("completions / s")
     ax.set_yscale("log")
     ax.set_xticks(sorted({o["concurrency"] for o in sandbox}))
-    ax.set_title(f"Sandbox throughput, mixed HumanEval corpus ({os.cpu_count()} cores)")
+    ax.set_title(f"Sandbox throughput, HumanEval {corpus} corpus ({os.cpu_count()} cores)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -177,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="smaller corpora (minutes)")
     ap.add_argument("--only", default="sandbox,e2e,math,load")
     ap.add_argument("--concurrency", default="1,2,4")
+    ap.add_argument("--corpus", default="canonical", choices=["canonical", "mixed"],
+                    help="sandbox_throughput corpus (the targets are set on canonical; mixed adds hangs)")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     ap.add_argument("--plot", default=None, help="PNG path (default OUT/throughput.png)")
     ap.add_argument("--from-json", default=None, help="only redo the table and plot from an earlier summary.json")
@@ -189,13 +191,13 @@ def main(argv: list[str] | None = None) -> int:
     if "docker" not in kinds:
         print("[run_all] no Docker engine or image: docker parts skipped", flush=True)
 
-    summary: dict = {"cpus": os.cpu_count(), "quick": a.quick, "kinds": kinds, "started": time.strftime("%Y-%m-%d %H:%M")}
+    summary: dict = {"cpus": os.cpu_count(), "quick": a.quick, "corpus": a.corpus, "kinds": kinds, "started": time.strftime("%Y-%m-%d %H:%M")}
     if a.from_json:
         summary = json.loads(Path(a.from_json).read_text())
     else:
         if "sandbox" in only:
             js = out / "sandbox_throughput.json"
-            cmd = [py, str(HERE / "sandbox_throughput.py"), "--corpus", "mixed", "--concurrency", a.concurrency,
+            cmd = [py, str(HERE / "sandbox_throughput.py"), "--corpus", a.corpus, "--concurrency", a.concurrency,
                    "--json", str(js)]
             if a.quick:
                 cmd += ["--limit", "40", "--docker-run-limit", "16"]
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     table = print_table(ratio_rows(summary))
     (out / "ratios.md").write_text(table + "\n")
     if summary.get("sandbox"):
-        plot(summary["sandbox"], Path(a.plot) if a.plot else out / "throughput.png")
+        plot(summary["sandbox"], Path(a.plot) if a.plot else out / "throughput.png", summary.get("corpus", "canonical"))
     failed = [k for k in ("sandbox", "e2e", "math", "load") if k in summary and not summary[k]]
     if failed:
         print(f"[run_all] no figures from: {', '.join(failed)} (see the logs in {out})")
