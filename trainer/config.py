@@ -99,6 +99,9 @@ class TrainConfig(BaseModel):
     eval_group_size: int = Field(
         4, ge=2, description="samples per prompt in the baseline variance check"
     )
+    eval_group_prompts: int = Field(
+        64, ge=0, description="held-out prompts used for the baseline variance check (0 = skip it)"
+    )
     baseline_eval: bool = True
     state_dir: str = "runs/grpo"
     save_every: int = Field(10, ge=0, description="checkpoint every N steps (0 = only at the end)")

@@ -154,15 +154,19 @@ def collate(seqs: list[Sequence], pad_id: int, device: torch.device) -> Batch:
 def token_logprobs(model, batch: Batch, temperature: float, autocast=None) -> torch.Tensor:
     """log pi(token) of every completion token under ``softmax(logits / temperature)``: [B, T]."""
     ctx = autocast if autocast is not None else torch.autocast("cpu", enabled=False)
-    with ctx:
-        out = model(
-            input_ids=batch.input_ids,
-            attention_mask=batch.attention_mask,
-            position_ids=batch.position_ids,
-            use_cache=False,
-        )
     P = batch.prompt_len
-    logits = out.logits[:, P - 1 : -1, :].float()
+    T = batch.completion_mask.shape[1]
+    kwargs = dict(input_ids=batch.input_ids, attention_mask=batch.attention_mask,
+                  position_ids=batch.position_ids, use_cache=False)
+    with ctx:
+        try:
+            # only the positions that predict completion tokens go through the LM head
+            out = model(**kwargs, logits_to_keep=T + 1)
+            logits = out.logits[:, :-1, :]
+        except TypeError:  # a model without logits_to_keep
+            out = model(**kwargs)
+            logits = out.logits[:, P - 1 : -1, :]
+    logits = logits.float()
     if temperature > 0 and temperature != 1.0:
         logits = logits / temperature
     targets = batch.input_ids[:, P:]

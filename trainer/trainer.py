@@ -391,10 +391,11 @@ class GRPOTrainer:
                     sums[1] += 1
                 else:
                     sums[2] += 1
-        if group_check:
+        if group_check and cfg.eval_group_prompts:
+            gitems = self.eval_items[: cfg.eval_group_prompts][self.rank :: self.world]
             gchunk = max(1, cfg.prompts_per_step)
-            for k in range(0, len(items), gchunk):
-                part = items[k : k + gchunk]
+            for k in range(0, len(gitems), gchunk):
+                part = gitems[k : k + gchunk]
                 seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
                 scores = self.scorer.submit(self._score_items(part, seqs, cfg.eval_group_size, f"{tag}g{k}")).result()
                 by: dict[int, list[float]] = {}

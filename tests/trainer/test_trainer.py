@@ -244,3 +244,22 @@ def test_ddp_two_processes_keep_weights_in_sync(tiny_model_dir, tmp_path):
     assert r0["data_position"] == r1["data_position"] == 2 * 2 * 2  # steps x prompts x ranks
     assert r0["seen"] and not set(r0["seen"]) & set(r1["seen"])  # prompts sharded by rank
     assert (tmp_path / "ddp" / "checkpoints" / "step-000002" / "rng-rank1.pt").exists()
+
+
+def test_token_logprobs_match_a_plain_forward(tiny_model_dir):
+    from transformers import AutoModelForCausalLM
+
+    from trainer.rollout import Sequence, collate, token_logprobs
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    seqs = [Sequence(torch.tensor([5, 6, 7]), torch.tensor([8, 9, 2]), "", False, 0),
+            Sequence(torch.tensor([5, 6, 7, 10, 11]), torch.tensor([12]), "", False, 0)]
+    b = collate(seqs, pad_id=0, device=torch.device("cpu"))
+    lp = token_logprobs(model, b, temperature=0.7)
+    for i, s in enumerate(seqs):  # unpadded, one at a time
+        ids = torch.cat([s.prompt_ids, s.completion_ids]).unsqueeze(0)
+        logits = model(input_ids=ids).logits[0, len(s.prompt_ids) - 1 : -1] / 0.7
+        ref = torch.log_softmax(logits, -1).gather(-1, s.completion_ids.unsqueeze(-1)).squeeze(-1)
+        n = len(s.completion_ids)
+        assert torch.allclose(lp[i, :n], ref, atol=1e-5)
+        assert torch.all(lp[i, n:] == 0)
