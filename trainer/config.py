@@ -106,6 +106,7 @@ class TrainConfig(BaseModel):
     state_dir: str = "runs/grpo"
     save_every: int = Field(10, ge=0, description="checkpoint every N steps (0 = only at the end)")
     keep_checkpoints: int = Field(2, gt=0)
+    export_final: bool = Field(True, description="save_pretrained the trained model (LoRA: the adapter) to <state_dir>/final")
     resume: bool = False
     tensorboard: bool = False
     progress_bar: bool = True

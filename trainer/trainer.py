@@ -517,6 +517,9 @@ class GRPOTrainer:
             self.last_eval = self.evaluate("final")
         if not cfg.save_every or self.step % cfg.save_every != 0:
             self.save_checkpoint()
+        if cfg.export_final:
+            self.export(self.state_dir / "final")
+            result["final_model"] = str(self.state_dir / "final")
         result.update(
             step=self.step,
             data_position=self.stream.position,

@@ -31,3 +31,17 @@ def test_configured_model_and_lora(tiny_model_dir):
                                  "--set", "lora.enabled=true"])
     assert r.exit_code == 0, r.output
     assert "configured model" in r.output and "GRPO+LoRA" in r.output and "LoRA r=2" in r.output
+
+
+def test_plot_command(tmp_path):
+    m = tmp_path / "metrics.jsonl"
+    recs = [{"kind": "eval", "tag": "baseline", "step": 0, "reward_mean": 0.2}]
+    recs += [{"kind": "train", "step": s, "reward_mean": 0.1 * s, "filtered_share": 0.5} for s in range(1, 6)]
+    recs += [{"kind": "eval", "tag": "final", "step": 5, "reward_mean": 0.4}]
+    import json
+
+    m.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    r = CliRunner().invoke(app, ["plot", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    png = tmp_path / "reward.png"
+    assert r.output.strip() == str(png) and png.read_bytes()[:4] == b"\x89PNG"
