@@ -61,7 +61,8 @@ def test_random_runner_kills_during_load(fault_server):
     assert len(killer.killed) >= 2, "the load ended before any fault was injected"
     assert lt.check(rep, fault_server.solo, allow_infra=True) == []
     assert summary["codes"] == {"200": FAULT_REQUESTS}
-    assert pool.stats().restarts - restarts0 >= len(killer.killed)
+    # the killer may hit a runner twice before the pool notices it died: count runners, not kills
+    assert pool.stats().restarts - restarts0 >= len(set(killer.killed))
     # it serves right afterwards: no infra errors once the faults stop
     after = asyncio.run(lt.run_load(fault_server.url, lt.make_batches(4, BATCH, seed=22), 2))
     assert lt.check(after, fault_server.solo, allow_infra=False) == []
