@@ -25,6 +25,20 @@ STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 LAST_RETURN: list = []  # the candidate's latest answer, quoted when a bare assert fails
 
 
+_PARSED: dict[str, ast.Module] = {}
+
+
+def parse_test(source: str) -> ast.Module:
+    """Parse test code once per supervisor: the verdict process is forked from it and
+    inherits the trees, and a GRPO group's completions share their tests."""
+    tree = _PARSED.get(source)
+    if tree is None:
+        if len(_PARSED) >= 256:
+            _PARSED.clear()
+        tree = _PARSED[source] = ast.parse(source)
+    return tree
+
+
 class Aborted(BaseException):
     """The supervisor stopped the candidate (timeout, crash, limits); not catchable by tests."""
 
@@ -191,7 +205,7 @@ def _run_code(code, ns: dict) -> None:
 
 def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
     setup = spec.get("setup", "") or ""
-    trees = [ast.parse(setup)] + [ast.parse(a) for a in spec["asserts"]]
+    trees = [parse_test(setup)] + [parse_test(a) for a in spec["asserts"]]
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
     defined = frozenset(spec.get("candidate_names", ()))
     bind_free_names(chan, free_names(*trees, defined=defined), ns, defined)
@@ -205,7 +219,7 @@ def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
 
 
 def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
-    tree = ast.parse(spec["test"])
+    tree = parse_test(spec["test"])
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
     defined = frozenset(spec.get("candidate_names", ()))
     names = free_names(tree, defined=defined)
@@ -306,8 +320,10 @@ def unit_labels(spec: dict) -> list[str]:
     if spec["kind"] == "call":
         return [f"case {i}" for i in range(len(spec["cases"]))]
     if "asserts" in spec:
+        for a in [spec.get("setup", "") or "", *spec["asserts"]]:
+            parse_test(a)  # warm the cache the verdict process inherits
         return [a.strip()[:200] for a in spec["asserts"]]
-    tree = ast.parse(spec["test"])
+    tree = parse_test(spec["test"])
     split = _split_shape(spec["test"], tree, free_names(tree) | {spec["entry_point"]}) if spec.get("split_asserts", True) else None
     return [label for label, _setup, _stmt, _param in split] if split else ["check(candidate)"]
 
