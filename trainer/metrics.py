@@ -85,7 +85,7 @@ def plot_metrics(metrics_path: str | Path, out_png: str | Path, title: str | Non
         steps = sorted(train)
         rew = [train[s].get("reward_mean") for s in steps]
         ax.plot(steps, rew, ".", alpha=0.4, label="train reward (step)")
-        k = max(1, len(steps) // 10)
+        k = max(2, len(steps) // 8) if len(steps) > 3 else 1
         ma = [sum(x for x in rew[max(0, i - k + 1) : i + 1] if x is not None)
               / max(1, sum(1 for x in rew[max(0, i - k + 1) : i + 1] if x is not None)) for i in range(len(rew))]
         ax.plot(steps, ma, "-", label=f"moving avg ({k})")
