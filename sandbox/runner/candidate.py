@@ -8,6 +8,7 @@ supervisor; nothing it says about itself is trusted.
 from __future__ import annotations
 
 import builtins
+import gc
 import io
 import os
 import socket
@@ -21,6 +22,7 @@ def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> 
     """Entry point in the freshly forked child; never returns."""
     code = 70
     try:
+        gc.freeze()  # inherited objects are never scanned, so never copied on write
         os.setsid()
         os.dup2(stdin_fd, 0)
         os.dup2(stdout_fd, 1)

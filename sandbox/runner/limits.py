@@ -53,7 +53,8 @@ def drop_privileges(uid: int) -> None:
         os._exit(112)
 
 
-def processes_of(uid: int) -> list[int]:
+def processes_of(uids: set[int]) -> list[int]:
+    """Living processes (zombies excluded) running as any of `uids`, in our pid namespace."""
     pids = []
     try:
         names = os.listdir("/proc")
@@ -67,25 +68,22 @@ def processes_of(uid: int) -> list[int]:
         if pid == me:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid == uid:
+            if os.stat(f"/proc/{name}").st_uid in uids and _state(pid) not in ("Z", "X", ""):
                 pids.append(pid)
         except OSError:
             continue
     return pids
 
 
-def kill_uid(uid: int, rounds: int = 50) -> int:
-    """SIGKILL every process running as `uid` until none is left (fork bombs included).
-
-    Returns the number of processes killed. Only meaningful when every job gets a uid of
-    its own, which the server arranges."""
+def kill_uids(uids: set[int], rounds: int = 50) -> int:
+    """SIGKILL every process running as one of `uids` until none is left (fork bombs
+    included). Returns how many were killed. Only meaningful because every job gets uids
+    of its own, which the server arranges."""
     if not can_switch_uid():
         return 0
     killed = 0
     for i in range(rounds):
-        pids = processes_of(uid)
-        # zombies keep their uid until reaped; only count the living
-        pids = [p for p in pids if _state(p) not in ("Z", "X", "")]
+        pids = processes_of(uids)
         if not pids:
             return killed
         for pid in pids:
@@ -115,12 +113,37 @@ def kill_group(pid: int) -> None:
             pass
 
 
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
+SHARED_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
+_world_writable: tuple[str, ...] | None = None
 
 
-def remove_files_of(uids: set[int], roots: tuple[str, ...] = SHARED_WRITABLE) -> None:
+def world_writable_dirs() -> tuple[str, ...]:
+    """The shared directories a job's uid could write to at all (checked once: our hosts
+    mount them read-only or mode 755, so usually none)."""
+    global _world_writable
+    if _world_writable is None:
+        found = []
+        for d in SHARED_DIRS:
+            try:
+                st = os.stat(d)
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode) and st.st_mode & 0o002 and not _read_only(d):
+                found.append(d)
+        _world_writable = tuple(found)
+    return _world_writable
+
+
+def _read_only(path: str) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return True
+
+
+def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> None:
     """Delete entries a job's uids left at the top of shared writable directories."""
-    for root in roots:
+    for root in world_writable_dirs() if roots is None else roots:
         try:
             entries = os.listdir(root)
         except OSError:

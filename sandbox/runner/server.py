@@ -7,6 +7,7 @@ forks) starts from a state that holds no test data.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import selectors
@@ -31,6 +32,11 @@ def preload() -> None:
         except Exception:  # noqa: BLE001 - a missing optional module is fine
             pass
     from . import candidate, supervisor, verdict  # noqa: F401
+
+    # Everything loaded so far lives in every forked process: keep the collector off it, so
+    # a child's collections do not touch (and copy) the whole inherited heap.
+    gc.collect()
+    gc.freeze()
 
 
 def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0") -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import gc
 import os
 import selectors
 import signal
@@ -111,8 +112,7 @@ class Supervisor:
                 self.kill_candidate(c)
         self.kill_verdict()
         limits.kill_group(self.spawner_pid)
-        limits.kill_uid(self.c_uid)
-        limits.kill_uid(self.v_uid)
+        limits.kill_uids({self.c_uid, self.v_uid})
 
     def pump(self, timeout: float) -> None:
         for key, _mask in self.sel.select(max(0.0, timeout)):
@@ -318,6 +318,7 @@ class Supervisor:
         if pid == 0:
             code = 0
             try:
+                gc.freeze()
                 keep = sorted(fd for fd in (theirs.fileno(), cand_fd) if fd >= 0)
                 low = 3
                 for fd in keep:
@@ -379,20 +380,26 @@ class Supervisor:
                 summary = self.run_stdio(msg, scratch, lim)
             else:
                 summary = self.run_function(msg, scratch, lim)
+            if self.cand:
+                self.kill_candidate(self.cand)
+                self.cand = None
+            self.kill_verdict()
+            summary["wall_s"] = round(time.monotonic() - t0, 6)
+            summary["stdout"] = self.kept["stdout"].decode("utf-8", "replace")
+            summary["stderr"] = self.kept["stderr"].decode("utf-8", "replace")
+            summary["output_truncated"] = self.truncated
+            # the verdict is final once the job's processes are dead: answer first, then
+            # clean up while the client works on the answer (this connection takes no new
+            # job until the cleanup below is done)
+            self.emit(summary)
         finally:
             if self.cand:
                 self.kill_candidate(self.cand)
                 self.cand = None
             self.kill_verdict()
-            limits.kill_uid(self.c_uid)
-            limits.kill_uid(self.v_uid)
+            limits.kill_uids({self.c_uid, self.v_uid})
             limits.remove_tree(scratch)
             limits.remove_files_of({self.c_uid, self.v_uid})
-        summary["wall_s"] = round(time.monotonic() - t0, 6)
-        summary["stdout"] = self.kept["stdout"].decode("utf-8", "replace")
-        summary["stderr"] = self.kept["stderr"].decode("utf-8", "replace")
-        summary["output_truncated"] = self.truncated
-        self.emit(summary)
         self.spare = self.spawn()
 
     def load_message(self, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
@@ -651,7 +658,7 @@ class Supervisor:
                         out["message"] = f"exit code {out['exit']}"
         self.kill_candidate(c)
         self.cand = None
-        limits.kill_uid(self.c_uid)
+        limits.kill_uids({self.c_uid})
         out["time_s"] = round(time.monotonic() - t0, 6)
         out["stdout_bytes"] = bytes(self.kept["stdout"][before["stdout"]:])
         out["stderr_bytes"] = bytes(self.kept["stderr"][before["stderr"]:])
