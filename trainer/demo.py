@@ -109,6 +109,8 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
     root = Path(state_dir)
     root.mkdir(parents=True, exist_ok=True)
     proc = None
+    # a SIGTERM must not orphan the server the demo started (it runs in its own session)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if reward_url is None:
         print(f"starting reward server (sandbox={sandbox}) ...", flush=True)
         proc, reward_url = start_server(sandbox, log_path=root / "reward-server.log")
