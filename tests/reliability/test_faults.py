@@ -55,6 +55,13 @@ def test_random_runner_kills_during_load(fault_server):
     with lt.RandomKiller(pool, lo=0.5, hi=1.5, seed=5) as killer:
         rep = asyncio.run(lt.run_load(fault_server.url, lt.make_batches(FAULT_REQUESTS, BATCH, seed=21), CLIENTS,
                                       phase="faults"))
+    # the last kill may not have been noticed yet: wait until every killed runner is gone
+    # from the pool and replaced, then until it is full again
+    killed = set(killer.killed)
+    t0 = time.monotonic()
+    while (killed & {h.ident for h in pool.handles()} or pool.stats().restarts - restarts0 < len(killed)) \
+            and time.monotonic() - t0 < 20:
+        time.sleep(0.05)
     full_after = lt.wait_pool_full(pool, 15)
     summary = rep.summary()
     print(summary, "killed", len(killer.killed), "pool full after", round(full_after, 2), "s")
