@@ -84,19 +84,25 @@ def _describe(exc: BaseException) -> str:
     return (f"{name}: {text}" if text else name)[:500]
 
 
-def _run_main(ctrl: socket.socket, program: str) -> int:
-    """stdio mode: run the program as __main__ on our stdin; report how it ended."""
+def _load(ctrl: socket.socket, program: str, name: str) -> tuple[types.CodeType | None, dict]:
+    """Compile (reporting syntax first) and make the fresh module the program runs in."""
     code, err = _compile(program)
     framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
+    module = types.ModuleType(name)
+    module.__dict__["__builtins__"] = builtins
+    sys.modules[name] = module
+    return code, module.__dict__
+
+
+def _run_main(ctrl: socket.socket, program: str) -> int:
+    """stdio mode: run the program as __main__ on our stdin; report how it ended."""
+    code, ns = _load(ctrl, program, "__main__")
     if code is None:
         return 0
-    module = types.ModuleType("__main__")
-    module.__dict__["__builtins__"] = builtins
-    sys.modules["__main__"] = module
     status = 0
     exc_name = ""
     try:
-        exec(code, module.__dict__)
+        exec(code, ns)
     except SystemExit as exc:
         status = _exit_code(exc.code)
     except BaseException as exc:  # noqa: BLE001 - reported, not trusted
@@ -130,14 +136,9 @@ def _exit_code(code: object) -> int:
 
 def _serve(ctrl: socket.socket, program: str) -> int:
     """function mode: load the program, then answer calls until the supervisor hangs up."""
-    code, err = _compile(program)
-    framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
+    code, ns = _load(ctrl, program, "solution")
     if code is None:
         return 0
-    module = types.ModuleType("solution")
-    module.__dict__["__builtins__"] = builtins
-    sys.modules["solution"] = module
-    ns = module.__dict__
     try:
         exec(code, ns)
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: the module did not run
