@@ -19,6 +19,15 @@ CANDIDATE_ENV = {
 }
 
 
+def set_process_name(name: str) -> None:
+    """Name this process in ps/top/perf (runner roles are otherwise all "python3")."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
 def can_switch_uid() -> bool:
     """True when we may drop children to other uids (root, or CAP_SETUID in a container)."""
     return os.geteuid() == 0
@@ -53,56 +62,62 @@ def drop_privileges(uid: int) -> None:
         os._exit(112)
 
 
-def processes_of(uids: set[int]) -> list[int]:
-    """Living processes (zombies excluded) running as any of `uids`, in our pid namespace."""
-    pids = []
+def processes_of(uids: set[int]) -> list[tuple[int, int]]:
+    """Living processes (zombies excluded) running as any of `uids`, in our pid namespace,
+    as (pid, start time): a pid alone may be reused."""
+    found = []
     try:
         names = os.listdir("/proc")
     except OSError:
-        return pids
+        return found
     me = os.getpid()
     for name in names:
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        if pid == me:
+        if not name.isdigit() or int(name) == me:
             continue
         try:
-            if os.stat(f"/proc/{name}").st_uid in uids and _state(pid) not in ("Z", "X", ""):
-                pids.append(pid)
+            if os.stat(f"/proc/{name}").st_uid not in uids:
+                continue
         except OSError:
             continue
-    return pids
+        state, started = _state(int(name))
+        if state not in ("Z", "X", ""):
+            found.append((int(name), started))
+    return found
 
 
-def kill_uids(uids: set[int], rounds: int = 50) -> int:
-    """SIGKILL every process running as one of `uids` until none is left (fork bombs
-    included). Returns how many were killed. Only meaningful because every job gets uids
-    of its own, which the server arranges."""
+def kill_uids(uids: set[int], rounds: int = 50, spare: set[int] = frozenset()) -> int:
+    """SIGKILL every process running as one of `uids` (but the `spare` pids), fork bombs
+    included. Returns how many were killed. Done when a scan finds none that was not sent
+    SIGKILL already: those may take a moment to exit but run no more code (a fork in
+    progress fails once the signal is pending). Only meaningful because every job gets
+    uids of its own, which the server arranges."""
     if not can_switch_uid():
         return 0
-    killed = 0
+    sent: set[tuple[int, int]] = set()
     for i in range(rounds):
-        pids = processes_of(uids)
-        if not pids:
-            return killed
-        for pid in pids:
+        todo = [p for p in processes_of(uids) if p[0] not in spare and p not in sent]
+        if not todo:
+            break
+        for pid, started in todo:
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
             except OSError:
                 pass
-        time.sleep(0.0005 * (i + 1))
-    return killed
+            sent.add((pid, started))
+        if i:
+            time.sleep(0.0005 * i)  # still finding new ones: a bomb is forking, let the scan catch up
+    return len(sent)
 
 
-def _state(pid: int) -> str:
+def _state(pid: int) -> tuple[str, int]:
+    """(state letter, start time in clock ticks) from /proc/<pid>/stat; ("", 0) if gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
-        return data[data.rindex(b")") + 2 : data.rindex(b")") + 3].decode()
-    except (OSError, ValueError):
-        return ""
+        fields = data[data.rindex(b")") + 2 :].split()
+        return fields[0].decode(), int(fields[19])
+    except (OSError, ValueError, IndexError):
+        return "", 0
 
 
 def kill_group(pid: int) -> None:

@@ -40,6 +40,7 @@ def preload() -> None:
 
 
 def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0") -> None:
+    limits.set_process_name("vr-runner")
     preload()
     sys.dont_write_bytecode = True
     os.makedirs(scratch_base, mode=0o711, exist_ok=True)
@@ -108,6 +109,7 @@ def _child(conn, srv, sel, rfd, wfd, slot: int, cfg: dict) -> None:
         os.close(rfd)
         os.close(wfd)
         os.setpgid(0, 0)
+        limits.set_process_name(f"vr-super-{slot}")
         from .supervisor import Supervisor
 
         Supervisor(conn, slot, cfg).serve()

@@ -14,6 +14,8 @@ import selectors
 import signal
 import socket
 
+from . import limits
+
 
 def fork_spawner() -> tuple[int, socket.socket]:
     """Fork the spawner; returns (pid, the supervisor's end of a SEQPACKET socket)."""
@@ -23,6 +25,7 @@ def fork_spawner() -> tuple[int, socket.socket]:
         ours.close()
         code = 0
         try:
+            limits.set_process_name("vr-spawner")
             _serve(theirs)
         except BaseException:  # noqa: BLE001
             code = 1
@@ -90,6 +93,7 @@ def _spawn(sock: socket.socket, sel: selectors.BaseSelector, rfd: int, wfd: int)
         ctrl_parent.close()
         from . import candidate
 
+        limits.set_process_name("vr-candidate")
         candidate.main(ctrl_child, in_r, out_w, err_w)
         os._exit(0)  # pragma: no cover
     ctrl_child.close()

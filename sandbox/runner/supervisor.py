@@ -19,10 +19,13 @@ from typing import Any
 
 from . import framing, limits, spawner, verdict
 from .compare import stdout_matches
+from .progress import Progress
 
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 KEEP_BYTES = 4096
 GRACE_S = 1.0
+VERDICT_JOBS = 1000  # jobs one verdict process serves before a fresh one replaces it
+VERDICT_MIN_MB = 2048
 
 
 class InfraFailure(Exception):
@@ -46,9 +49,12 @@ class Candidate:
 
 
 class Verdict:
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket, memory_mb: int) -> None:
         self.pid = pid
         self.sock = sock
+        self.memory_mb = memory_mb
+        self.jobs = 0
+        self.busy = False
         self.reader = framing.FrameReader()
         self.frames: collections.deque = collections.deque()
         self.eof = False
@@ -66,9 +72,12 @@ class Supervisor:
         self.p_sock.setblocking(False)
         self.sel.register(self.p_sock, READ, ("p", None))
         self.exits: dict[int, dict] = {}
-        self.spare: Candidate | None = None
+        self._spawned: list = []
+        self.spawn_pending = False
         self.cand: Candidate | None = None
         self.v: Verdict | None = None
+        self.progress = Progress()
+        self.out_index = -1
         self.jobs = 0
         self.unit_out = 0
         self.out_limit = 1 << 20
@@ -107,9 +116,12 @@ class Supervisor:
         framing.send_frame(self.conn, obj)
 
     def shutdown(self) -> None:
-        for c in (self.cand, self.spare):
-            if c:
-                self.kill_candidate(c)
+        if self.cand:
+            self.kill_candidate(self.cand)
+        for pid, fds in self._spawned:
+            limits.kill_group(pid)
+            for fd in fds:
+                os.close(fd)
         self.kill_verdict()
         limits.kill_group(self.spawner_pid)
         limits.kill_uids({self.c_uid, self.v_uid})
@@ -213,18 +225,24 @@ class Supervisor:
             setattr(c, attr, -1)
 
     # ------------------------------------------------------------ candidates
-    def spawn(self) -> Candidate:
-        self._spawned: list = []
+    def request_spawn(self) -> None:
+        """Ask the spawner for a candidate process without waiting for it."""
+        if self.spawn_pending:
+            return
         try:
-            framing_bytes = __import__("json").dumps({"op": "spawn"}).encode()
-            self.p_sock.send(framing_bytes)
+            self.p_sock.send(b'{"op":"spawn"}')
         except OSError as exc:
             raise InfraFailure(f"spawner unreachable: {exc}") from None
+        self.spawn_pending = True
+
+    def spawn(self) -> Candidate:
+        self.request_spawn()
         deadline = time.monotonic() + 10
         while not self._spawned:
             if time.monotonic() > deadline:
                 raise InfraFailure("spawner did not answer")
             self.pump(0.05)
+        self.spawn_pending = False
         pid, fds = self._spawned.pop()
         if len(fds) != 4:
             raise InfraFailure("spawner sent a bad reply")
@@ -241,8 +259,7 @@ class Supervisor:
         self.sel.register(c.stderr_r, READ, ("cerr", c))
 
     def take_candidate(self) -> Candidate:
-        c = self.spare or self.spawn()
-        self.spare = None
+        c = self.spawn()  # usually forked already, while the previous answer was read
         self.activate(c)
         return c
 
@@ -310,38 +327,44 @@ class Supervisor:
         return self.exits.pop(pid, None)
 
     # ---------------------------------------------------------------- verdict
-    def fork_verdict(self, spec: dict, start: int, lim: dict, n_units: int) -> Verdict:
-        """Fork the verdict process; it inherits the loaded candidate's channel, if any."""
+    def ensure_verdict(self, lim: dict) -> Verdict:
+        """The connection's verdict process, forked on first use and kept across jobs;
+        replaced after it died, after VERDICT_JOBS jobs, or when a job needs more memory."""
+        want_mb = max(VERDICT_MIN_MB, 2 * int(lim["memory_mb"]))
+        v = self.v
+        # without uids of our own, candidates run as the verdict's uid and could tamper with
+        # a long-lived one: then every job gets a fresh verdict process
+        most = VERDICT_JOBS if limits.can_switch_uid() else 1
+        if v and (v.eof or v.jobs >= most or v.memory_mb < want_mb):
+            self.kill_verdict()
+            v = None
+        if v is None:
+            v = self.v = self.fork_verdict(want_mb)
+        v.jobs += 1
+        return v
+
+    def fork_verdict(self, memory_mb: int) -> Verdict:
         ours, theirs = socket.socketpair()
-        cand_fd = self.cand.ctrl.fileno() if self.cand and not self.cand.killed else -1
         pid = os.fork()
         if pid == 0:
             code = 0
             try:
                 gc.freeze()
-                keep = sorted(fd for fd in (theirs.fileno(), cand_fd) if fd >= 0)
-                low = 3
-                for fd in keep:
-                    os.closerange(low, fd)
-                    low = fd + 1
-                os.closerange(low, 65536)
+                limits.set_process_name("vr-verdict")
+                keep = theirs.fileno()
+                os.closerange(3, keep)
+                os.closerange(keep + 1, 65536)
                 os.setsid()
                 os.chdir("/")
-                limits.apply_rlimits(
-                    memory_mb=max(1024, lim["memory_mb"]),
-                    nproc=4,
-                    fsize_mb=0,
-                    nofile=64,
-                    cpu_s=int(lim["timeout_s"] * (n_units + 2)) + 2,
-                )
+                limits.apply_rlimits(memory_mb=memory_mb, nproc=4, fsize_mb=0, nofile=64, cpu_s=1 << 30)
                 limits.drop_privileges(self.v_uid)
-                verdict.main(theirs, spec, start, cand_fd)
+                verdict.serve(theirs, self.progress)
             except BaseException:  # noqa: BLE001
                 code = 1
             os._exit(code)
         theirs.close()
         ours.setblocking(False)
-        v = Verdict(pid, ours)
+        v = Verdict(pid, ours, memory_mb)
         self.sel.register(ours, READ, ("v", v))
         return v
 
@@ -360,6 +383,35 @@ class Supervisor:
             os.waitpid(v.pid, 0)
         except ChildProcessError:
             pass
+
+    def give_candidate(self, c: Candidate | None) -> None:
+        """Pass a candidate's channel to the verdict process (SCM_RIGHTS) behind a marker
+        byte, or the marker that says there is none."""
+        v = self.v
+        if not v or v.eof:
+            return
+        try:
+            v.sock.setblocking(True)
+            v.sock.settimeout(GRACE_S)
+            if c is not None:
+                socket.send_fds(v.sock, [b"C"], [c.ctrl.fileno()])
+            else:
+                v.sock.send(b"N")
+        except OSError:
+            v.eof = True
+        finally:
+            v.sock.setblocking(False)
+
+    def send_verdict(self, obj: dict) -> None:
+        v = self.v
+        if not v or v.eof:
+            return
+        try:
+            framing.send_frame(v.sock, obj, timeout=GRACE_S * 5)
+        except (OSError, TimeoutError):
+            v.eof = True
+        finally:
+            v.sock.setblocking(False)
 
     # ------------------------------------------------------------------- jobs
     def run_job(self, msg: dict) -> None:
@@ -383,7 +435,6 @@ class Supervisor:
             if self.cand:
                 self.kill_candidate(self.cand)
                 self.cand = None
-            self.kill_verdict()
             summary["wall_s"] = round(time.monotonic() - t0, 6)
             summary["stdout"] = self.kept["stdout"].decode("utf-8", "replace")
             summary["stderr"] = self.kept["stderr"].decode("utf-8", "replace")
@@ -396,11 +447,12 @@ class Supervisor:
             if self.cand:
                 self.kill_candidate(self.cand)
                 self.cand = None
-            self.kill_verdict()
-            limits.kill_uids({self.c_uid, self.v_uid})
+            if self.v and self.v.busy:
+                self.kill_verdict()  # stopped mid-job: it may still be running test code
+            limits.kill_uids({self.c_uid, self.v_uid}, spare={self.v.pid} if self.v else set())
             limits.remove_tree(scratch)
             limits.remove_files_of({self.c_uid, self.v_uid})
-        self.spare = self.spawn()
+        self.request_spawn()  # the next job's candidate forks while the client reads this answer
 
     def load_message(self, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
         return {
@@ -475,144 +527,151 @@ class Supervisor:
         return {"event": "done", **outcome, "passed": passed, "total": n, "tests": results}
 
     def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, labels: list, results: list) -> None:
-        """Drive the verdict process through the tests. It calls the candidate directly; we
-        keep the clock, drain the candidate's output, and kill whatever overstays."""
+        """Drive the verdict process through the tests. It calls the candidate directly and
+        writes its progress to shared memory; we wake only for its messages (a lost or
+        needed candidate, the results), the candidate's output, and deadlines."""
         n = len(labels)
+        timeout = float(lim["timeout_s"])
         spec = dict(spec, candidate_names=self.candidate_names)
-        if self.cand:
-            self.hand_over(self.cand)
-        self.v = self.fork_verdict(spec, 0, lim, n)
-        current: int | None = None
-        started = 0.0
-        deadline = float("inf")
-        override: tuple[str, str] | None = None
-        cand_killed_for_deadline = False
-        job_deadline = time.monotonic() + float(lim["timeout_s"]) * (n + 2) + 10
+        job_deadline = time.monotonic() + timeout * (n + 2) + 10
+        override: dict[int, tuple[str, str]] = {}
+        pending: list[tuple[str, str] | None] = [None]  # why we killed the candidate, if we did
+        killed_at: dict[int, float] = {}  # test index -> when we killed its candidate for time
 
-        def record(i: int, status: str, message: str) -> None:
-            results[i] = {"status": status, "time_s": round(time.monotonic() - started, 6), "message": message[:300]}
+        def record(i: int, status: str, message: str, time_s: float = 0.0) -> None:
+            if not 0 <= i < n or results[i] is not None:
+                return
+            if i in override:
+                status, message = override[i]
+            elif status == "aborted":
+                status, message = "error", message or "candidate lost"
+            results[i] = {"status": status, "time_s": round(float(time_s), 6), "message": str(message)[:300]}
             if self.stream:
                 self.emit({"event": "test", "index": i, **results[i]})
 
-        def next_start() -> int:
-            return next((i for i, r in enumerate(results) if r is None), n)
-
         def drop_candidate(reason: tuple[str, str] | None) -> None:
-            """Kill the current candidate; its death explains the current test's failure."""
-            nonlocal override
             if not self.cand:
                 return
-            if reason is None:
-                reason = self.death_status(self.cand, False)
+            pending[0] = reason
             self.kill_candidate(self.cand)
-            self.cand = None
-            if current is not None and not override:
-                override = reason
 
-        def restart_verdict() -> bool:
-            nonlocal current, deadline
-            self.kill_verdict()
-            current = None
-            deadline = float("inf")
-            start = next_start()
+        def candidate_gone(i: int) -> None:
+            """The verdict process lost the candidate during test i: say why."""
+            reason = pending[0]
+            if reason is None and self.cand:
+                reason = self.death_status(self.cand, False)
+            if self.cand:
+                self.kill_candidate(self.cand)
+                self.cand = None
+            pending[0] = None
+            if 0 <= i < n and reason:
+                override.setdefault(i, reason)
+
+        def start_verdict(start: int) -> bool:
+            """Send the job (from test `start` on) to a verdict process, with the candidate."""
+            while start < n and results[start] is not None:
+                start += 1
             if start >= n:
                 return False
+            self.progress.reset(n)
+            v = self.ensure_verdict(lim)
+            v.busy = True
+            if self.cand and self.cand.killed:
+                self.cand, pending[0] = None, None  # its death was charged to the test it ended
             if self.cand:
                 self.hand_over(self.cand)
-            self.v = self.fork_verdict(spec, start, lim, n)
+            self.give_candidate(self.cand)
+            self.send_verdict({"op": "job", "spec": spec, "start": start, "stream": self.stream})
             return True
 
+        def salvage_and_restart(last: tuple[str, str] | None) -> bool:
+            """The verdict process died or was stopped: keep what it recorded, go on after."""
+            idx, _ = self.progress.current()
+            for j in range(n):
+                if results[j] is None and self.progress.status(j):
+                    record(j, self.progress.status(j), "(detail lost with the test process)")
+            if 0 <= idx < n and results[idx] is None:
+                st, why = override.get(idx) or last or ("error", "test process died")
+                record(idx, st, why)
+            self.kill_verdict()
+            return start_verdict(idx + 1 if idx >= 0 else 0)
+
+        self.out_index = -1
+        if not start_verdict(0):
+            return
         while True:
             now = time.monotonic()
             if now > job_deadline:
                 for i in range(n):
-                    if results[i] is None:
-                        record(i, "timeout", "job time limit")
+                    record(i, "timeout", "job time limit")
                 return
             v = self.v
             while v and v.frames:
                 f = v.frames.popleft()
                 op = f.get("op") if isinstance(f, dict) else None
-                if op == "begin":
-                    current = int(f["index"])
-                    started = time.monotonic()
-                    deadline = self.start_unit(lim)
-                    override = None
-                    cand_killed_for_deadline = False
-                elif op == "lost":
-                    # the verdict process saw the candidate hang up or break the protocol
-                    drop_candidate(("error", "candidate broke the result protocol") if f.get("why") == "protocol" else None)
+                if op == "lost":
+                    candidate_gone(_index(f))
+                    if f.get("why") == "protocol":
+                        override[_index(f)] = ("error", "candidate broke the result protocol")
                 elif op == "need_candidate":
-                    drop_candidate(None)
+                    i = _index(f)
+                    if self.cand:
+                        candidate_gone(i)
                     saved = (self.unit_out, self.over_limit)
                     self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
                     self.unit_out, self.over_limit = saved
-                    deadline = time.monotonic() + float(lim["timeout_s"])  # reloading is our cost
-                    cand_killed_for_deadline = False
                     if again["runs"]:
                         self.hand_over(self.cand)
                         self.give_candidate(self.cand)
                     else:
-                        override = override or ("error", "program failed to reload: " + again["message"])
+                        override.setdefault(i, ("error", "program failed to reload: " + again["message"]))
                         self.give_candidate(None)
                 elif op == "end":
-                    i = int(f["index"])
-                    status, message = f.get("status", "error"), str(f.get("message", ""))
-                    if override:
-                        status, message = override
-                    elif status == "aborted":
-                        status, message = ("error", message or "candidate lost")
-                    record(i, status, message)
-                    current = None
-                    deadline = float("inf")
-                elif op == "plan_error":
-                    for i in range(n):
-                        if results[i] is None:
-                            record(i, "error", "test code failed: " + str(f.get("message", "")))
-                    return
+                    record(_index(f), str(f.get("status", "error")), str(f.get("message", "")), f.get("time_s", 0.0))
                 elif op == "done":
+                    v.busy = False
+                    for r in f.get("results", []) if isinstance(f.get("results"), list) else []:
+                        if isinstance(r, dict):
+                            record(_index(r), str(r.get("status", "error")), str(r.get("message", "")),
+                                   r.get("time_s", 0.0) if isinstance(r.get("time_s"), (int, float)) else 0.0)
                     for i in range(n):
-                        if results[i] is None:
-                            record(i, "error", "test did not run")
+                        record(i, "error", "test did not run")
                     return
-            if self.over_limit and self.cand:
+                elif op == "plan_error":
+                    v.busy = False
+                    for i in range(n):
+                        record(i, "error", "test code failed: " + str(f.get("message", "")))
+                    return
+            if self.over_limit and self.cand and not self.cand.killed:
                 drop_candidate(("output_limit", f"output exceeded {self.out_limit} bytes"))
-            if self.v and self.v.eof and not self.v.frames:
-                if current is not None and results[current] is None:
-                    st, why = override or ("error", "test process died")
-                    record(current, st, why)
-                if not restart_verdict():
+            if self.v is None or (self.v.eof and not self.v.frames):
+                if not salvage_and_restart(None):
                     return
                 continue
-            if current is not None and time.monotonic() > deadline:
-                if not cand_killed_for_deadline and self.cand:
-                    # most likely the candidate is computing; its death unblocks the tests
-                    drop_candidate(("timeout", "wall-clock limit exceeded"))
-                    cand_killed_for_deadline = True
-                    deadline = time.monotonic() + GRACE_S
+            idx, started = self.progress.current()
+            wake = job_deadline
+            if idx >= 0:
+                if idx in killed_at:
+                    if time.monotonic() > killed_at[idx] + GRACE_S:
+                        # the candidate is dead and the test still runs: the test code is stuck
+                        override.setdefault(idx, ("timeout", "wall-clock limit exceeded"))
+                        if not salvage_and_restart(None):
+                            return
+                        continue
+                    wake = min(wake, killed_at[idx] + GRACE_S)
+                elif time.monotonic() > started + timeout:
+                    killed_at[idx] = time.monotonic()
+                    if self.cand and not self.cand.killed:
+                        # most likely the candidate is computing; its death unblocks the test
+                        drop_candidate(("timeout", "wall-clock limit exceeded"))
+                    override.setdefault(idx, ("timeout", "wall-clock limit exceeded"))
+                    continue
                 else:
-                    # the test code itself is stuck
-                    record(current, "timeout", "wall-clock limit exceeded")
-                    if not restart_verdict():
-                        return
-                continue
-            if self.v and self.v.frames:
-                continue
-            self.pump(min(deadline, job_deadline) - time.monotonic())
-
-    def give_candidate(self, c: Candidate | None) -> None:
-        """Pass a fresh candidate's channel to the verdict process (SCM_RIGHTS)."""
-        if not self.v or self.v.eof:
-            return
-        data = framing.encode_frame({"ok": c is not None})
-        try:
-            self.v.sock.setblocking(True)
-            self.v.sock.settimeout(GRACE_S)
-            socket.send_fds(self.v.sock, [data], [c.ctrl.fileno()] if c else [])
-        except OSError:
-            self.v.eof = True
-        finally:
-            self.v.sock.setblocking(False)
+                    wake = min(wake, started + timeout + 0.001)
+            else:
+                # between tests (or building the plan): look again within one test's time
+                wake = min(wake, time.monotonic() + timeout)
+            self.pump(wake - time.monotonic())
 
     # ------------------------------------------------------------- stdio/exec
     def run_once(self, program: str, stdin: str, scratch: str, lim: dict, n_units: int) -> dict:
@@ -734,6 +793,11 @@ class Supervisor:
             "exec_stderr": out["stderr_bytes"].decode("utf-8", "replace"),
             "files": files,
         }
+
+
+def _index(f: dict) -> int:
+    i = f.get("index")
+    return i if type(i) is int else -1
 
 
 def _safe_path(scratch: str, rel: str) -> str | None:

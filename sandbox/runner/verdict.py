@@ -14,9 +14,11 @@ import importlib
 import os
 import socket
 import sys
+import time
 from typing import Any
 
 from . import codec, framing
+from .progress import Progress
 
 BUILTIN_NAMES = set(dir(builtins))
 STDLIB = set(getattr(sys, "stdlib_module_names", ()))
@@ -50,14 +52,14 @@ class Unit:
 
 
 class Channel:
-    """The verdict process's two lines: to the supervisor (clock, new candidates) and
-    straight to the candidate process (calls and plain-data answers)."""
+    """The verdict process's two lines: to the supervisor (new candidates, losses, results)
+    and straight to the candidate process (calls and plain-data answers)."""
 
-    def __init__(self, sock: socket.socket, cand_fd: int) -> None:
+    def __init__(self, sock: socket.socket, progress: Progress) -> None:
         self.sock = sock
-        self.cand = socket.socket(fileno=cand_fd) if cand_fd >= 0 else None
-        if self.cand is not None:
-            self.cand.setblocking(True)
+        self.progress = progress
+        self.cand: socket.socket | None = None
+        self.index = -1
         self.call_id = 0
 
     def send(self, obj: Any) -> None:
@@ -83,26 +85,42 @@ class Channel:
             raise Aborted("candidate lost")
         return reply
 
-    def _lose(self, why: str) -> None:
-        try:
-            self.cand.close()
-        except OSError:
-            pass
+    def drop(self) -> None:
+        if self.cand is not None:
+            try:
+                self.cand.close()
+            except OSError:
+                pass
         self.cand = None
-        self.send({"op": "lost", "why": why})
+
+    def _lose(self, why: str) -> None:
+        self.drop()
+        self.send({"op": "lost", "why": why, "index": self.index})
 
     def _fetch_candidate(self) -> None:
-        self.send({"op": "need_candidate"})
-        data, fds, _flags, _addr = socket.recv_fds(self.sock, 1 << 16, 1)
-        if not data:
-            raise Aborted("supervisor gone")
-        msg = framing.FrameReader().feed(data)
-        if not fds or not msg or not msg[0].get("ok"):
-            for fd in fds:
-                os.close(fd)
+        self.send({"op": "need_candidate", "index": self.index})
+        cand = receive_candidate(self.sock)
+        if cand is None:
             raise Aborted("no candidate")
-        self.cand = socket.socket(fileno=fds[0])
-        self.cand.setblocking(True)
+        self.cand = cand
+        if self.index >= 0:
+            self.progress.begin(self.index)  # loading a fresh candidate is not the test's time
+
+
+def receive_candidate(sock: socket.socket) -> socket.socket | None:
+    """One marker byte from the supervisor: b"C" carries a candidate's channel, b"N" none."""
+    data, fds, _flags, _addr = socket.recv_fds(sock, 1, 2)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        raise EOFError("supervisor gone")
+    if data != b"C" or len(fds) != 1:
+        for fd in fds:
+            os.close(fd)
+        return None
+    cand = socket.socket(fileno=fds[0])
+    cand.setblocking(True)
+    return cand
 
 
 def _exception(name: str, message: str) -> BaseException:
@@ -342,21 +360,46 @@ def _bare_failure() -> str:
     return "assertion failed"
 
 
-def main(sock: socket.socket, spec: dict, start: int, cand_fd: int = -1) -> None:
-    """Run units from `start` on, reporting begin/end of each to the supervisor."""
-    chan = Channel(sock, cand_fd)
+def serve(sock: socket.socket, progress: Progress) -> None:
+    """Run jobs until the supervisor hangs up. The process outlives jobs (a fork per job
+    costs more than most jobs' tests), so nothing of a job is kept but caches of parsed
+    test code; each job's tests get a fresh namespace."""
+    chan = Channel(sock, progress)
+    while True:
+        try:
+            cand = receive_candidate(sock)
+        except EOFError:
+            return
+        job = framing.recv_frame(sock)
+        if not isinstance(job, dict):
+            return
+        chan.cand, chan.index = cand, -1
+        try:
+            run_job(chan, job["spec"], int(job.get("start", 0)), bool(job.get("stream")))
+        finally:
+            chan.drop()
+            chan.index = -1
+
+
+def run_job(chan: Channel, spec: dict, start: int, stream: bool) -> None:
+    """Run the units from `start` on; progress goes to shared memory, results in one message
+    at the end (and one per test when the client streams)."""
+    LAST_RETURN.clear()
     try:
         units = build_plan(chan, spec)
     except Aborted:
+        chan.send({"op": "plan_error", "message": "the candidate was lost while the test setup ran"})
         return
     except BaseException as exc:  # noqa: BLE001 - bad test code is the task's fault
         chan.send({"op": "plan_error", "message": f"{type(exc).__name__}: {exc}"[:500]})
         return
-    chan.send({"op": "plan", "names": [u.name for u in units]})
+    results = []
     for i in range(start, len(units)):
-        chan.send({"op": "begin", "index": i})
+        chan.index = i
+        chan.progress.begin(i)
         LAST_RETURN.clear()
         status, message = "passed", ""
+        t0 = time.monotonic()
         try:
             units[i].run()
         except Aborted as exc:
@@ -365,5 +408,10 @@ def main(sock: socket.socket, spec: dict, start: int, cand_fd: int = -1) -> None
             status, message = "failed", (str(exc) or _bare_failure())[:300]
         except BaseException as exc:  # noqa: BLE001
             status, message = "error", f"{type(exc).__name__}: {exc}"[:300]
-        chan.send({"op": "end", "index": i, "status": status, "message": message})
-    chan.send({"op": "done"})
+        chan.progress.finish(i, status)
+        result = {"index": i, "status": status, "message": message, "time_s": round(time.monotonic() - t0, 6)}
+        if stream:
+            chan.send({"op": "end", **result})
+        results.append(result)
+    chan.index = -1
+    chan.send({"op": "done", "results": results})

@@ -43,16 +43,36 @@ async def probe(pool, program: str, timeout_s: float = 5.0, **kw) -> str:
 
 
 def host_job_processes(uid_lo: int = 20000, uid_hi: int = 20100) -> list[int]:
-    """Processes on this machine running as a job uid (containers share the host's uids)."""
+    """Processes on this machine left from jobs (containers share the host's uids): any
+    process of a candidate uid (uid_lo + 2*slot), and any process of a verdict uid (one
+    above) beyond the slot's one long-lived verdict process, a direct child of its
+    supervisor (a candidate cannot make itself that: it cannot change its uid or parent)."""
     found = []
+    verdicts: dict[int, list[tuple[int, int]]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 uid = os.stat(f"/proc/{name}").st_uid
                 with open(f"/proc/{name}/stat") as f:
-                    state = f.read().rsplit(")", 1)[1].split()[0]
+                    fields = f.read().rsplit(")", 1)[1].split()
             except OSError:
                 continue
-            if uid_lo <= uid < uid_hi and state not in ("Z", "X"):
+            state, ppid = fields[0], int(fields[1])
+            if not uid_lo <= uid < uid_hi or state in ("Z", "X"):
+                continue
+            if (uid - uid_lo) % 2 == 0:
                 found.append(int(name))
+            else:
+                verdicts.setdefault(uid, []).append((int(name), ppid))
+    for procs in verdicts.values():
+        by_supervisor = [pid for pid, ppid in procs if _uid_of(ppid) == 0 and _uid_of(pid) != 0]
+        keep = by_supervisor[:1] if len(procs) == 1 else []
+        found += [pid for pid, _ in procs if pid not in keep]
     return found
+
+
+def _uid_of(pid: int) -> int:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return -1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sandbox import Job, Limits
-from tests.sandbox.conftest import job
+from tests.sandbox.conftest import CANARY, job
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 MBPP = DATA / "code_mbpp_cases.jsonl"
@@ -153,6 +153,40 @@ async def test_crashing_test_costs_only_itself(pool):
     tests = {"kind": "assert", "asserts": ["assert f(1) == 1", "assert f(2) == 2", "assert f(3) == 3"]}
     r = await pool.run(job(program, tests, timeout_s=5.0))
     assert [t.status for t in r.tests] == ["passed", "error", "passed"], r
+
+
+async def test_stuck_test_code_costs_only_its_test(pool):
+    # the test code itself hangs (not the candidate): the verdict process is replaced and
+    # the tests after it still run
+    program = "def f(x):\n    return x\n"
+    tests = {"kind": "assert", "asserts": ["assert f(1) == 1", "while True:\n    pass", "assert f(3) == 3"]}
+    r = await pool.run(job(program, tests, timeout_s=1.0))
+    assert [t.status for t in r.tests] == ["passed", "timeout", "passed"], r
+    assert (await pool.run(CANARY)).passed == 2
+
+
+async def test_test_process_death_keeps_earlier_results(pool):
+    program = "def f(x):\n    return x\n"
+    tests = {"kind": "assert", "asserts": ["assert f(1) == 1", "assert f(2) == 3", "import os\nos._exit(3)",
+                                           "assert f(4) == 4"]}
+    r = await pool.run(job(program, tests, timeout_s=2.0))
+    assert [t.status for t in r.tests] == ["passed", "failed", "error", "passed"], r
+    assert (await pool.run(CANARY)).passed == 2
+
+
+async def test_jobs_do_not_share_test_namespaces(pool):
+    # one verdict process serves many jobs of a connection: what one job's tests define is
+    # gone for the next (here `helper` must resolve to the candidate, which lacks it)
+    program = "def f(x):\n    return x + 1\n"
+    defines = job(program, {"kind": "assert", "setup": "def helper():\n    return 41",
+                            "asserts": ["assert f(helper()) == 42"]})
+    uses = job(program, {"kind": "assert", "asserts": ["assert f(helper()) == 42"]})
+    for _ in range(4):
+        a, b = await asyncio.gather(pool.run(defines), pool.run(defines))
+        assert a.passed == b.passed == 1, (a, b)
+        c, d = await asyncio.gather(pool.run(uses), pool.run(uses))
+        for r in (c, d):
+            assert r.tests[0].status == "error" and "helper" in r.tests[0].message, r
 
 
 async def test_exec_reports_output_exit_code_and_files(pool):
