@@ -9,6 +9,7 @@ another runner; if that fails too the caller gets InfraError, never a candidate 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import json
 import logging
@@ -71,13 +72,15 @@ class _Conn:
 class _Runner:
     def __init__(self, handle: RunnerHandle) -> None:
         self.handle = handle
-        self.idle: list[_Conn] = []
+        self.idle: collections.deque[_Conn] = collections.deque()
         self.in_flight = 0
         self.alive = True
+        self.opened = 0  # connections made and not known closed
 
     def drop_connections(self) -> None:
         for c in self.idle:
             c.close()
+        self.opened -= len(self.idle)
         self.idle.clear()
 
 
@@ -239,14 +242,20 @@ class SandboxPool:
             self._cond.notify()
 
     async def _connect(self, r: _Runner) -> _Conn:
-        if r.idle:
-            return r.idle.pop()
+        """The connection idle longest: its supervisor has finished cleaning up after its
+        last job. Each runner keeps one connection beyond its job limit, so a job rarely
+        waits for the cleanup of the job before it."""
+        if r.idle and (len(r.idle) > 1 or r.opened > self.per_runner):
+            return r.idle.popleft()
         try:
             reader, writer = await asyncio.wait_for(
                 asyncio.open_unix_connection(r.handle.socket_path, limit=MAX_FRAME), 10
             )
         except (OSError, asyncio.TimeoutError) as exc:
+            if r.idle:
+                return r.idle.popleft()
             raise RunnerLost(f"cannot connect: {exc}") from None
+        r.opened += 1
         return _Conn(reader, writer)
 
     async def _exchange(self, msg: dict, budget_s: float, on_event: Callable[[dict], None] | None) -> tuple[dict, str]:
@@ -261,11 +270,13 @@ class SandboxPool:
                     final = await asyncio.wait_for(self._talk(conn, msg, on_event), budget_s)
                 except BaseException:
                     conn.close()
+                    r.opened -= 1
                     raise
                 if r.alive:
                     r.idle.append(conn)
                 else:
                     conn.close()
+                    r.opened -= 1
                 return final, r.handle.ident
             except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
@@ -393,6 +404,7 @@ class SandboxPool:
             await asyncio.wait_for(self._ping(conn), 5)
         except Exception:  # noqa: BLE001
             conn.close()
+            r.opened -= 1
             return False
         r.idle.append(conn)
         return True
@@ -446,11 +458,11 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         from sandbox.hosts.docker import DockerHost
 
         host_options.setdefault("cpus", float(per_runner))
-        host: Host = DockerHost(slots=per_runner + 2, **host_options)
+        host: Host = DockerHost(slots=per_runner + 3, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost
 
-        host = BwrapHost(slots=per_runner + 2, **host_options)
+        host = BwrapHost(slots=per_runner + 3, **host_options)
     elif kind == "socketdir":
         from sandbox.hosts.socketdir import SocketDirHost
 

@@ -112,8 +112,14 @@ def test_runner_killed_mid_batch_gives_retried_or_infra_error_items(kill_server)
         time.sleep(0.2)
     r = httpx.post(url + "/v1/score", json={"items": [{"completion": GOOD_ADD, "task": ADD_TASK}] * 4}, timeout=60)
     assert [x["reward"] for x in r.json()["results"]] == [pytest.approx(1.0)] * 4
-    m = httpx.get(url + "/metrics").text
-    restarts = [ln for ln in m.splitlines() if ln.startswith("reward_server_pool_runner_restarts_total")]
+    # the replacement is counted once it is up, which may be after the batch was answered
+    deadline = time.monotonic() + 60
+    while True:
+        m = httpx.get(url + "/metrics").text
+        restarts = [ln for ln in m.splitlines() if ln.startswith("reward_server_pool_runner_restarts_total")]
+        if (restarts and float(restarts[0].split()[-1]) >= 1) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert restarts and float(restarts[0].split()[-1]) >= 1
 
 
