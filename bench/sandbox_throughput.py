@@ -107,8 +107,8 @@ async def run_pool(kind: str, items: list[Item], concurrency: int) -> Outcome:
     try:
         jobs = {id(it): Job(program=it.program, tests={"kind": "assert", "test": it.test, "entry_point": it.entry_point},
                             limits=Limits(timeout_s=it.timeout, memory_mb=1024)) for it in items}
-        for it in items[:4]:  # warm connections
-            await pool.run(jobs[id(it)])
+        for _ in range(3):  # warm every runner's connections (each forks its supervisor once)
+            await asyncio.gather(*(pool.run(jobs[id(it)]) for it in items[: 2 * concurrency + 2]))
 
         async def fn(it: Item) -> bool:
             r = await pool.run(jobs[id(it)])

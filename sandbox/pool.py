@@ -457,7 +457,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if kind == "docker":
         from sandbox.hosts.docker import DockerHost
 
-        host_options.setdefault("cpus", float(per_runner))
+        # one core per concurrent job, plus one for the supervisors' cleanup and the next
+        # candidate's fork that overlap jobs (a quota at exactly the job count throttles them)
+        host_options.setdefault("cpus", float(per_runner + 1))
         host: Host = DockerHost(slots=per_runner + 3, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost
