@@ -459,7 +459,7 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
 
         # one core per concurrent job, plus one for the supervisors' cleanup and the next
         # candidate's fork that overlap jobs (a quota at exactly the job count throttles them)
-        host_options.setdefault("cpus", float(per_runner + 1))
+        host_options.setdefault("cpus", float(min(per_runner + 1, cpus)))
         host: Host = DockerHost(slots=per_runner + 3, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost

@@ -187,6 +187,12 @@ class Supervisor:
             self._unregister(fd)
             c.open_pipes -= 1
             return
+        if self.v is not None and self.v.busy:
+            # the output limit is per test: charge this output to the test running now
+            idx = self.progress.current()[0]
+            if idx >= 0 and idx != self.out_index:
+                self.out_index = idx
+                self.unit_out = 0
         self.unit_out += len(data)
         kept = self.kept[stream]
         room = self.keep_limit - len(kept)
@@ -643,7 +649,14 @@ class Supervisor:
                         record(i, "error", "test code failed: " + str(f.get("message", "")))
                     return
             if self.over_limit and self.cand and not self.cand.killed:
-                drop_candidate(("output_limit", f"output exceeded {self.out_limit} bytes"))
+                why = ("output_limit", f"output exceeded {self.out_limit} bytes")
+                charged = self.out_index if self.out_index >= 0 else self.progress.current()[0]
+                if charged >= 0:
+                    # the test that printed it fails, even if it returned before we read it all
+                    override.setdefault(charged, why)
+                    why = ("error", f"candidate stopped: test {charged} exceeded the output limit")
+                drop_candidate(why)
+                self.over_limit = False  # handled; the next test's output is counted afresh
             if self.v is None or (self.v.eof and not self.v.frames):
                 if not salvage_and_restart(None):
                     return

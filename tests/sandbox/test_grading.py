@@ -174,6 +174,16 @@ async def test_test_process_death_keeps_earlier_results(pool):
     assert (await pool.run(CANARY)).passed == 2
 
 
+async def test_output_limit_is_per_test(pool):
+    program = "def f(x):\n    print('y' * 300_000)\n    return x\n"
+    tests = {"kind": "assert", "asserts": [f"assert f({i}) == {i}" for i in range(4)]}
+    r = await pool.run(job(program, tests, timeout_s=5.0, output_bytes=500_000))
+    assert [t.status for t in r.tests] == ["passed"] * 4, r  # 1.2 MB in all, 300 KB per test
+    loud = "def f(x):\n    print('y' * 300_000)\n    print('y' * 300_000)\n    return x\n"
+    r = await pool.run(job(loud, tests, timeout_s=5.0, output_bytes=500_000))
+    assert r.tests[0].status == "output_limit", r
+
+
 async def test_jobs_do_not_share_test_namespaces(pool):
     # one verdict process serves many jobs of a connection: what one job's tests define is
     # gone for the next (here `helper` must resolve to the candidate, which lacks it)
