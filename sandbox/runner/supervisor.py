@@ -19,7 +19,7 @@ from typing import Any
 
 from . import framing, limits, spawner, verdict
 from .compare import stdout_matches
-from .progress import Progress
+from .progress import MAX_TESTS, Progress
 
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 KEEP_BYTES = 4096
@@ -511,34 +511,82 @@ class Supervisor:
 
     def run_function(self, msg: dict, scratch: str, lim: dict) -> dict:
         spec = msg["tests"]
-        try:
-            labels = verdict.unit_labels(spec)
-        except (SyntaxError, ValueError, KeyError, TypeError) as exc:
-            return {"event": "done", "error": f"bad tests: {exc}"[:300], "syntax_ok": False, "runs": False,
-                    "passed": 0, "total": 0, "tests": []}
-        n = len(labels)
-        self.cand, outcome = self.load_candidate(msg["program"], scratch, lim, n)
+        # the verdict process counts the tests (parsing them) while the candidate loads
+        self.send_job(spec, lim, 0)
+        self.cand, outcome = self.load_candidate(msg["program"], scratch, lim, _estimate_units(spec))
+        plan = self.await_plan(time.monotonic() + 30)
+        verdict_waits = plan is not None and plan.get("op") == "plan"
+        if plan is None:
+            # it died or stalled on the tests' syntax: count them here, run them in a fresh one
+            self.kill_verdict()
+            try:
+                n = len(verdict.unit_labels(spec))
+            except (SyntaxError, ValueError, KeyError, TypeError, RecursionError, MemoryError) as exc:
+                plan = {"op": "bad_tests", "message": f"{type(exc).__name__}: {exc}"}
+        if plan is not None and plan.get("op") == "bad_tests":
+            return {"event": "done", "error": f"bad tests: {plan.get('message', '')}"[:300], "syntax_ok": False,
+                    "runs": False, "passed": 0, "total": 0, "tests": []}
+        if verdict_waits:
+            n = int(plan["n"])
         if self.stream:
             self.emit({"event": "load", **outcome, "total": n})
         results: list[dict | None] = [None] * n
         if not outcome["runs"]:
+            if verdict_waits:
+                self.skip_job()
             why = "program has a syntax error" if not outcome["syntax_ok"] else "program did not run"
             for i in range(n):
                 results[i] = {"status": "error", "time_s": 0.0, "message": f"{why}: {outcome['message']}"[:300]}
                 if self.stream:
                     self.emit({"event": "test", "index": i, **results[i]})
         else:
-            self.relay(msg, scratch, lim, spec, labels, results)
+            self.relay(msg, scratch, lim, spec, n, results, verdict_waits)
         passed = sum(1 for r in results if r and r["status"] == "passed")
         return {"event": "done", **outcome, "passed": passed, "total": n, "tests": results}
 
-    def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, labels: list, results: list) -> None:
+    def send_job(self, spec: dict, lim: dict, start: int) -> None:
+        self.progress.reset(MAX_TESTS)
+        v = self.ensure_verdict(lim)
+        v.busy = True
+        self.send_verdict({"op": "job", "spec": spec, "start": start, "stream": self.stream})
+
+    def await_plan(self, deadline: float) -> dict | None:
+        """The verdict process's answer to a job (how many tests, or why the tests are bad);
+        None when it died or did not answer in time."""
+        v = self.v
+        while v and not v.frames:
+            if v.eof or time.monotonic() > deadline:
+                return None
+            self.pump(deadline - time.monotonic())
+        if not v:
+            return None
+        f = v.frames.popleft()
+        if isinstance(f, dict) and f.get("op") == "bad_tests":
+            v.busy = False
+        return f if isinstance(f, dict) and f.get("op") in ("plan", "bad_tests") and type(f.get("n", 0)) is int \
+            else None
+
+    def go(self, cand: Candidate | None) -> None:
+        """Let the waiting verdict process run its job, with this candidate (or none yet)."""
+        if cand:
+            self.hand_over(cand)
+        self.give_candidate(cand)
+        self.send_verdict({"names": self.candidate_names})
+
+    def skip_job(self) -> None:
+        v = self.v
+        if v and not v.eof:
+            try:
+                v.sock.send(b"S")
+                v.busy = False
+            except OSError:
+                v.eof = True
+
+    def relay(self, msg: dict, scratch: str, lim: dict, spec: dict, n: int, results: list, waiting: bool) -> None:
         """Drive the verdict process through the tests. It calls the candidate directly and
         writes its progress to shared memory; we wake only for its messages (a lost or
         needed candidate, the results), the candidate's output, and deadlines."""
-        n = len(labels)
         timeout = float(lim["timeout_s"])
-        spec = dict(spec, candidate_names=self.candidate_names)
         job_deadline = time.monotonic() + timeout * (n + 2) + 10
         override: dict[int, tuple[str, str]] = {}
         pending: list[tuple[str, str] | None] = [None]  # why we killed the candidate, if we did
@@ -574,20 +622,23 @@ class Supervisor:
                 override.setdefault(i, reason)
 
         def start_verdict(start: int) -> bool:
-            """Send the job (from test `start` on) to a verdict process, with the candidate."""
+            """Run the tests from `start` on in a fresh verdict process, with the candidate."""
             while start < n and results[start] is not None:
                 start += 1
             if start >= n:
                 return False
-            self.progress.reset(n)
-            v = self.ensure_verdict(lim)
-            v.busy = True
+            self.send_job(spec, lim, start)
+            plan = self.await_plan(job_deadline)
+            if plan is None or plan.get("op") != "plan":
+                for i in range(start, n):
+                    record(i, "error", "the test process failed to start")
+                return False
+            return resume()
+
+        def resume() -> bool:
             if self.cand and self.cand.killed:
                 self.cand, pending[0] = None, None  # its death was charged to the test it ended
-            if self.cand:
-                self.hand_over(self.cand)
-            self.give_candidate(self.cand)
-            self.send_verdict({"op": "job", "spec": spec, "start": start, "stream": self.stream})
+            self.go(self.cand)
             return True
 
         def salvage_and_restart(last: tuple[str, str] | None) -> bool:
@@ -603,7 +654,7 @@ class Supervisor:
             return start_verdict(idx + 1 if idx >= 0 else 0)
 
         self.out_index = -1
-        if not start_verdict(0):
+        if not (resume() if waiting else start_verdict(0)):
             return
         while True:
             now = time.monotonic()
@@ -806,6 +857,15 @@ class Supervisor:
             "exec_stderr": out["stderr_bytes"].decode("utf-8", "replace"),
             "files": files,
         }
+
+
+def _estimate_units(spec: dict) -> int:
+    """An upper bound on the tests of a spec before it is parsed (sizes the CPU limit)."""
+    if spec.get("kind") == "call":
+        return max(1, len(spec.get("cases", ())))
+    if "asserts" in spec:
+        return max(1, len(spec["asserts"]))
+    return max(1, str(spec.get("test", "")).count("assert"))
 
 
 def _index(f: dict) -> int:

@@ -107,8 +107,9 @@ class Channel:
             self.progress.begin(self.index)  # loading a fresh candidate is not the test's time
 
 
-def receive_candidate(sock: socket.socket) -> socket.socket | None:
-    """One marker byte from the supervisor: b"C" carries a candidate's channel, b"N" none."""
+def receive_marker(sock: socket.socket) -> tuple[bytes, socket.socket | None]:
+    """One marker byte from the supervisor: b"C" carries a candidate's channel, b"N" says
+    there is none, b"S" skips the job."""
     data, fds, _flags, _addr = socket.recv_fds(sock, 1, 2)
     if not data:
         for fd in fds:
@@ -117,10 +118,14 @@ def receive_candidate(sock: socket.socket) -> socket.socket | None:
     if data != b"C" or len(fds) != 1:
         for fd in fds:
             os.close(fd)
-        return None
+        return data, None
     cand = socket.socket(fileno=fds[0])
     cand.setblocking(True)
-    return cand
+    return data, cand
+
+
+def receive_candidate(sock: socket.socket) -> socket.socket | None:
+    return receive_marker(sock)[1]
 
 
 def _exception(name: str, message: str) -> BaseException:
@@ -363,19 +368,36 @@ def _bare_failure() -> str:
 def serve(sock: socket.socket, progress: Progress) -> None:
     """Run jobs until the supervisor hangs up. The process outlives jobs (a fork per job
     costs more than most jobs' tests), so nothing of a job is kept but caches of parsed
-    test code; each job's tests get a fresh namespace."""
+    test code; each job's tests get a fresh namespace.
+
+    Per job: the job arrives; we answer how many tests it holds (from its syntax alone,
+    while the supervisor loads the candidate in parallel); then comes the go, with the
+    candidate's channel and the names its program defined, or the word to skip the job."""
     chan = Channel(sock, progress)
     while True:
-        try:
-            cand = receive_candidate(sock)
-        except EOFError:
-            return
         job = framing.recv_frame(sock)
         if not isinstance(job, dict):
             return
+        spec = job["spec"]
+        try:
+            n = len(unit_labels(spec))
+        except Exception as exc:  # noqa: BLE001 - malformed tests are the task's fault
+            chan.send({"op": "bad_tests", "message": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        chan.send({"op": "plan", "n": n})
+        try:
+            marker, cand = receive_marker(sock)
+        except EOFError:
+            return
+        if marker == b"S":
+            continue
+        go = framing.recv_frame(sock)
+        if not isinstance(go, dict):
+            return
+        spec = dict(spec, candidate_names=go.get("names", []))
         chan.cand, chan.index = cand, -1
         try:
-            run_job(chan, job["spec"], int(job.get("start", 0)), bool(job.get("stream")))
+            run_job(chan, spec, int(job.get("start", 0)), bool(job.get("stream")))
         finally:
             chan.drop()
             chan.index = -1
