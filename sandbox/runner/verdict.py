@@ -27,18 +27,8 @@ STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 LAST_RETURN: list = []  # the candidate's latest answer, quoted when a bare assert fails
 
 
-_PARSED: dict[str, ast.Module] = {}
-
-
 def parse_test(source: str) -> ast.Module:
-    """Parse test code once per supervisor: the verdict process is forked from it and
-    inherits the trees, and a GRPO group's completions share their tests."""
-    tree = _PARSED.get(source)
-    if tree is None:
-        if len(_PARSED) >= 256:
-            _PARSED.clear()
-        tree = _PARSED[source] = ast.parse(source)
-    return tree
+    return ast.parse(source)
 
 
 class Aborted(BaseException):
@@ -202,13 +192,76 @@ class _Names(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def free_names(*trees: ast.AST, defined: frozenset[str] = frozenset()) -> set[str]:
-    """Names the tests use but do not bind: the candidate's, unless they are builtins the
-    candidate did not redefine (a program may define its own `sum`)."""
+def _raw_free(*trees: ast.AST) -> frozenset[str]:
     v = _Names()
     for t in trees:
         v.visit(t)
-    return {n for n in v.loaded - v.bound if n not in BUILTIN_NAMES or n in defined}
+    return frozenset(v.loaded - v.bound)
+
+
+def _filter_free(raw: frozenset[str], defined: frozenset[str]) -> set[str]:
+    return {n for n in raw if n not in BUILTIN_NAMES or n in defined}
+
+
+def free_names(*trees: ast.AST, defined: frozenset[str] = frozenset()) -> set[str]:
+    """Names the tests use but do not bind: the candidate's, unless they are builtins the
+    candidate did not redefine (a program may define its own `sum`)."""
+    return _filter_free(_raw_free(*trees), defined)
+
+
+class Compiled:
+    """What a test spec compiles to, before any candidate is known: the names it leaves
+    free, its code objects, its units' labels. Kept per verdict process, which outlives
+    jobs, because a GRPO group's completions share their tests."""
+
+    def __init__(self, raw_free: frozenset[str], labels: list[str], module=None, setup=None,
+                 units: list | None = None) -> None:
+        self.raw_free = raw_free
+        self.labels = labels
+        self.module = module  # check(): the whole test module
+        self.setup = setup  # assert list: the setup code, if any
+        self.units = units  # code objects (assert list) or (code, param) pairs (split check)
+
+
+_COMPILED: dict[tuple, Compiled] = {}
+
+
+def compiled(spec: dict) -> Compiled:
+    if "asserts" in spec:
+        key: tuple = ("list", spec.get("setup", "") or "", tuple(spec["asserts"]))
+    else:
+        key = ("check", spec["test"], spec["entry_point"], bool(spec.get("split_asserts", True)))
+    c = _COMPILED.get(key)
+    if c is None:
+        c = _compile_list(spec) if key[0] == "list" else _compile_check(spec)
+        if len(_COMPILED) >= 256:
+            _COMPILED.clear()
+        _COMPILED[key] = c
+    return c
+
+
+def _compile_list(spec: dict) -> Compiled:
+    setup = spec.get("setup", "") or ""
+    trees = [parse_test(setup)] + [parse_test(a) for a in spec["asserts"]]
+    codes = [compile(tree, f"<test {i}>", "exec") for i, tree in enumerate(trees[1:])]
+    return Compiled(_raw_free(*trees), [a.strip()[:200] for a in spec["asserts"]],
+                    setup=compile(trees[0], "<setup>", "exec") if setup.strip() else None, units=codes)
+
+
+def _compile_check(spec: dict) -> Compiled:
+    tree = parse_test(spec["test"])
+    raw = _raw_free(tree)
+    module = compile(tree, "<test>", "exec")
+    if spec.get("split_asserts", True):
+        # the shape must not depend on the candidate: the same tests whatever it defines
+        shape = _split_shape(spec["test"], tree, _filter_free(raw, frozenset()) | {spec["entry_point"]})
+        if shape:
+            units = []
+            for i, (_label_text, setup, stmt, param) in enumerate(shape):
+                mod = ast.fix_missing_locations(ast.Module(body=setup + [stmt], type_ignores=[]))
+                units.append((compile(mod, f"<check assert {i}>", "exec"), param))
+            return Compiled(raw, [label for label, *_ in shape], module=module, units=units)
+    return Compiled(raw, ["check(candidate)"], module=module)
 
 
 def bind_free_names(chan: Channel, names: set[str], ns: dict, defined: frozenset[str] = frozenset()) -> None:
@@ -227,38 +280,36 @@ def _run_code(code, ns: dict) -> None:
 
 
 def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
-    setup = spec.get("setup", "") or ""
-    trees = [parse_test(setup)] + [parse_test(a) for a in spec["asserts"]]
+    c = compiled(spec)
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
     defined = frozenset(spec.get("candidate_names", ()))
-    bind_free_names(chan, free_names(*trees, defined=defined), ns, defined)
-    if setup.strip():
-        exec(compile(trees[0], "<setup>", "exec"), ns)
-    units = []
-    for i, (src, tree) in enumerate(zip(spec["asserts"], trees[1:])):
-        code = compile(tree, f"<test {i}>", "exec")
-        units.append(Unit(src.strip()[:200], lambda code=code: _run_code(code, ns)))
-    return units
+    bind_free_names(chan, _filter_free(c.raw_free, defined), ns, defined)
+    if c.setup is not None:
+        exec(c.setup, ns)
+    return [Unit(label, lambda code=code: _run_code(code, ns)) for label, code in zip(c.labels, c.units)]
 
 
 def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
-    tree = parse_test(spec["test"])
+    c = compiled(spec)
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
     defined = frozenset(spec.get("candidate_names", ()))
-    names = free_names(tree, defined=defined)
-    entry = spec["entry_point"]
-    bind_free_names(chan, names, ns, defined)
-    candidate = make_proxy(chan, entry)
-    exec(compile(tree, "<test>", "exec"), ns)
+    bind_free_names(chan, _filter_free(c.raw_free, defined), ns, defined)
+    candidate = make_proxy(chan, spec["entry_point"])
+    exec(c.module, ns)
     check = ns.get("check")
     if not callable(check):
         raise ValueError("the test code defines no check(candidate) function")
-    if spec.get("split_asserts", True):
-        # the shape must not depend on the candidate, so the supervisor counts the same tests
-        units = _split_check(spec["test"], tree, ns, candidate, free_names(tree) | {entry})
-        if units:
-            return units
-    return [Unit("check(candidate)", lambda: check(candidate))]
+    if not c.units:
+        return [Unit("check(candidate)", lambda: check(candidate))]
+    units = []
+    for label, (code, param) in zip(c.labels, c.units):
+        def run(code=code, param=param) -> None:
+            local_ns = dict(ns)
+            local_ns[param] = candidate
+            exec(code, local_ns)
+
+        units.append(Unit(label, run))
+    return units
 
 
 def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | None:
@@ -300,24 +351,6 @@ def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
     return (text.strip() or f"assert #{i}")[:200]
 
 
-def _split_check(source: str, tree: ast.Module, ns: dict, candidate, cand_names: set[str]) -> list[Unit] | None:
-    shape = _split_shape(source, tree, cand_names)
-    if not shape:
-        return None
-    units = []
-    for i, (label, setup, stmt, param) in enumerate(shape):
-        mod = ast.Module(body=setup + [stmt], type_ignores=[])
-        code = compile(ast.fix_missing_locations(mod), f"<check assert {i}>", "exec")
-
-        def run(code=code, param=param) -> None:
-            local_ns = dict(ns)
-            local_ns[param] = candidate
-            exec(code, local_ns)
-
-        units.append(Unit(label, run))
-    return units
-
-
 def plan_call(chan: Channel, spec: dict) -> list[Unit]:
     fn = make_proxy(chan, spec["fn_name"])
     tol = spec.get("float_tolerance")
@@ -338,17 +371,11 @@ def _short(v: Any) -> str:
 
 
 def unit_labels(spec: dict) -> list[str]:
-    """The tests a spec holds, from its syntax alone (no code runs): the supervisor knows
-    the count before any process starts, and the verdict process builds the same list."""
+    """The tests a spec holds, from its syntax alone (no code runs): the same list the
+    plan runs, known before any candidate exists."""
     if spec["kind"] == "call":
         return [f"case {i}" for i in range(len(spec["cases"]))]
-    if "asserts" in spec:
-        for a in [spec.get("setup", "") or "", *spec["asserts"]]:
-            parse_test(a)  # warm the cache the verdict process inherits
-        return [a.strip()[:200] for a in spec["asserts"]]
-    tree = parse_test(spec["test"])
-    split = _split_shape(spec["test"], tree, free_names(tree) | {spec["entry_point"]}) if spec.get("split_asserts", True) else None
-    return [label for label, _setup, _stmt, _param in split] if split else ["check(candidate)"]
+    return list(compiled(spec).labels)
 
 
 def build_plan(chan: Channel, spec: dict) -> list[Unit]:
