@@ -182,11 +182,14 @@ def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> Non
 
 def make_scratch(base: str, name: str, uid: int) -> str:
     path = os.path.join(base, name)
-    os.makedirs(path, mode=0o700, exist_ok=False)
+    os.mkdir(path, mode=0o700)
     if can_switch_uid():
         os.chown(path, uid, uid)
     return path
 
 
 def remove_tree(path: str) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    try:
+        os.rmdir(path)  # most jobs leave their scratch directory empty
+    except OSError:
+        shutil.rmtree(path, ignore_errors=True)
