@@ -85,6 +85,11 @@ class TrainConfig(BaseModel):
     warmup_steps: int = Field(0, ge=0)
     prompts_per_step: int = Field(8, description="prompts per rollout batch, per process")
     gradient_accumulation_steps: int = Field(1, description="micro-batches per optimizer step")
+    micro_batch_size: int = Field(
+        8, ge=0, description="at most this many sequences per forward/backward pass (update and log-prob "
+        "passes; an accumulation chunk is split further, exactly): bounds activation and [rows, T, vocab] "
+        "memory. 0 = one pass per accumulation chunk"
+    )
     generation_batch_size: int = Field(
         0, ge=0, description="prompts per generate() call; 0 = all at once. Smaller chunks let scoring overlap"
     )

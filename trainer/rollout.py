@@ -166,14 +166,18 @@ def token_logprobs(model, batch: Batch, temperature: float, autocast=None) -> to
         except TypeError:  # a model without logits_to_keep
             out = model(**kwargs)
             logits = out.logits[:, P - 1 : -1, :]
-    logits = logits.float()
-    if temperature > 0 and temperature != 1.0:
-        logits = logits / temperature
+    del out
     targets = batch.input_ids[:, P:]
-    # row by row keeps the [B, T, V] float log-softmax from living all at once
+    scale = temperature > 0 and temperature != 1.0
+    # Row by row: the fp32 cast, the temperature scaling and the log-softmax each make a [T, V]
+    # tensor per row instead of one [B, T, V] tensor each. The log-softmax rows are what backward
+    # keeps (rows x T x vocab x 4 bytes), bounded by the trainer's micro_batch_size.
     rows = []
     for i in range(logits.shape[0]):
-        lp = F.log_softmax(logits[i], dim=-1)
+        x = logits[i].float()
+        if scale:
+            x = x / temperature
+        lp = F.log_softmax(x, dim=-1)
         rows.append(lp.gather(-1, targets[i].unsqueeze(-1)).squeeze(-1))
     return torch.stack(rows) * batch.completion_mask
 

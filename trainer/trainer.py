@@ -26,6 +26,7 @@ import torch.distributed as dist
 from . import checkpoint as ckpt
 from .config import TrainConfig, dump_config
 from .loss import group_advantages, group_std, grpo_loss
+from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
 from .metrics import MetricsLogger, peak_memory_mb
 from .model import (
     autocast_ctx,
@@ -153,8 +154,10 @@ class GRPOTrainer:
         )
 
     def _micro(self) -> int:
+        """Sequences per forward pass: an accumulation chunk, capped by ``micro_batch_size``."""
         per_step = self.cfg.prompts_per_step * self.cfg.group_size
-        return max(1, math.ceil(per_step / self.cfg.gradient_accumulation_steps))
+        rows = max(1, math.ceil(per_step / self.cfg.gradient_accumulation_steps))
+        return min(rows, self.cfg.micro_batch_size) if self.cfg.micro_batch_size else rows
 
     def _score_items(self, items: list[TaskItem], seqs: list[Sequence], n: int, tag: str) -> list[dict[str, Any]]:
         return [
@@ -227,6 +230,7 @@ class GRPOTrainer:
     # ------------------------------------------------------------------------------- one step
     def train_step(self) -> dict[str, Any]:
         cfg = self.cfg
+        reset_peak_rss()
         t_start = time.perf_counter()
         clock = WaitClock()
         acc: dict[str, float] = dict.fromkeys(
@@ -266,6 +270,10 @@ class GRPOTrainer:
             upd = self._update(seqs, n_seqs, n_tokens)
         upd_time = time.perf_counter() - t_upd
 
+        step_peak_rss = peak_rss_mb()
+        # the update's activations are freed by now; hand their heap pages back to the OS, or the
+        # process keeps the high-water mark of every step resident (see trainer/memory.py)
+        trim_heap()
         step_time = time.perf_counter() - t_start
         self.step += 1
         self.elapsed_s += step_time
@@ -298,6 +306,8 @@ class GRPOTrainer:
             "tokens_per_s": tot["tokens"] / max(step_time, 1e-9),
             "reward_wait_share": tot["wait"] / max(tot["step_time"], 1e-9),
             "peak_mem_mb": peak_memory_mb(self.device),
+            "peak_rss_mb": step_peak_rss,
+            "rss_mb": rss_mb(),
             "data_position": self.stream.position,
             "epoch": self.stream.epoch,
             "elapsed_s": self.elapsed_s,
@@ -313,6 +323,12 @@ class GRPOTrainer:
         parts = cfg.gradient_accumulation_steps
         size = math.ceil(len(seqs) / parts) if seqs else 0
         chunks = [seqs[i * size : (i + 1) * size] if size else [] for i in range(parts)]
+        # each accumulation chunk in forward/backward passes of at most micro_batch_size sequences:
+        # the loss normalisers are global, so this gives the same gradient with bounded memory
+        passes: list[list[Sequence]] = []
+        for chunk in chunks:
+            rows = cfg.micro_batch_size or max(len(chunk), 1)
+            passes += [chunk[j : j + rows] for j in range(0, len(chunk), rows)] or [[]]
         # DDP averages gradients over ranks; scale so the sum over ranks is the global batch loss
         norm_seqs = n_seqs / self.world
         norm_tokens = n_tokens / self.world
@@ -322,8 +338,8 @@ class GRPOTrainer:
         tok_total = 0
         for _it in range(cfg.num_iterations):
             self.optimizer.zero_grad(set_to_none=True)
-            for ci, chunk in enumerate(chunks):
-                last = ci == len(chunks) - 1
+            for ci, chunk in enumerate(passes):
+                last = ci == len(passes) - 1
                 sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
                 with sync:
                     if not chunk:
