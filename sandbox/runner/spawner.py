@@ -8,6 +8,8 @@ values anywhere in its own memory. It also reaps its children and reports how ea
 from __future__ import annotations
 
 import array
+import fcntl
+import gc
 import json
 import os
 import selectors
@@ -15,6 +17,9 @@ import signal
 import socket
 
 from . import limits
+
+F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+PIPE_BYTES = 4096
 
 
 def fork_spawner() -> tuple[int, socket.socket]:
@@ -35,6 +40,11 @@ def fork_spawner() -> tuple[int, socket.socket]:
 
 
 def _serve(sock: socket.socket) -> None:
+    from . import candidate
+
+    candidate.prepare_template()
+    gc.collect()
+    gc.freeze()
     rfd, wfd = os.pipe()
     os.set_blocking(wfd, False)
     os.set_blocking(rfd, False)
@@ -82,6 +92,13 @@ def _spawn(sock: socket.socket, sel: selectors.BaseSelector, rfd: int, wfd: int)
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
+    for fd in (out_w, err_w):
+        # output is charged to the test running when the supervisor reads it; a small pipe
+        # keeps what a test can leave unread, to be charged to the next test, small
+        try:
+            fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
+        except OSError:
+            pass
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)
