@@ -187,7 +187,7 @@ def plot(
 @app.command()
 def demo(
     seeds: str = typer.Option("0", help="comma-separated seeds; one run each"),
-    steps: int = typer.Option(8, help="training steps per seed"),
+    steps: int = typer.Option(10, help="training steps per seed"),
     reward_url: str | None = typer.Option(None, help="use this running server instead of starting one"),
     state_dir: str = typer.Option("runs/demo", help="one subdirectory per seed"),
     sandbox: str = typer.Option("bwrap", help="sandbox host for the server the demo starts"),

@@ -30,7 +30,9 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "gradient_accumulation_steps": 2,
     # forward/backward 4 sequences at a time: peak RSS ~3 GB instead of 8-10 GB with 16 (measured)
     "micro_batch_size": 4,
-    "max_completion_length": 96,
+    # 64, not 96: steps took 21-97 s on shared cores vs 64-98 s at 96 (generation is most of a step), and a
+    # truncated answer scores 0, so "answer briefly, in \\boxed{}" is a signal the model can pick up within 10 steps
+    "max_completion_length": 64,
     # SmolLM2-135M at temperature 1.0 rambles: nearly every group scores all-zero and is filtered
     # (measured: 4 of 4 groups per step); at 0.7 about half the groups keep variance
     "temperature": 0.7,
