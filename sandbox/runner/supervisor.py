@@ -76,6 +76,7 @@ class Supervisor:
         self.spawn_pending = False
         self.cand: Candidate | None = None
         self.v: Verdict | None = None
+        # made after the spawner was forked, so no candidate process ever maps this page
         self.progress = Progress()
         self.out_index = -1
         self.jobs = 0

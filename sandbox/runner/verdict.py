@@ -224,6 +224,9 @@ class Compiled:
 
 
 _COMPILED: dict[tuple, Compiled] = {}
+COMPILED_MAX = 256  # specs, and the characters of their sources: the process is long-lived
+COMPILED_MAX_CHARS = 32 << 20
+_compiled_chars = 0
 
 
 def compiled(spec: dict) -> Compiled:
@@ -233,10 +236,15 @@ def compiled(spec: dict) -> Compiled:
         key = ("check", spec["test"], spec["entry_point"], bool(spec.get("split_asserts", True)))
     c = _COMPILED.get(key)
     if c is None:
+        global _compiled_chars
         c = _compile_list(spec) if key[0] == "list" else _compile_check(spec)
-        if len(_COMPILED) >= 256:
+        size = sum(len(part) if isinstance(part, str) else sum(map(len, part)) for part in key[1:3]
+                   if isinstance(part, (str, tuple)))
+        if len(_COMPILED) >= COMPILED_MAX or _compiled_chars + size > COMPILED_MAX_CHARS:
             _COMPILED.clear()
+            _compiled_chars = 0
         _COMPILED[key] = c
+        _compiled_chars += size
     return c
 
 

@@ -369,6 +369,35 @@ def f(x):
     await run_hack(pool, program, {"kind": "call", "fn_name": "f", "cases": cases}, timeout_s=10.0, memory_mb=1024)
 
 
+async def test_progress_page_and_verdict_memory_are_out_of_reach(pool):
+    # the verdict process reports each test's status through a shared page: a candidate must
+    # map no shared writable memory at all, and must not open any other process's memory
+    program = r"""
+import os
+def attack():
+    found = []
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            perms = line.split()[1]
+            if "s" in perms and "w" in perms:
+                found.append(line.strip())
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                with open(f"/proc/{pid}/mem", "r+b", 0):
+                    found.append("opened the memory of " + pid)
+            except OSError:
+                pass
+    return found
+def f(x):
+    return ["attack", attack()]
+"""
+    tests = {"kind": "assert", "asserts": ["assert f(1) == 2", "assert f(2) == 3", "assert f(3) == 4"]}
+    r = await run_hack(pool, program, tests)
+    assert [t.status for t in r.tests] == ["failed"] * 3, r
+    assert all("['attack', []]" in t.message for t in r.tests), r  # it looked and found nothing
+
+
 async def test_the_runner_survives_a_killed_job_process_tree(pool):
     """Not an attack by the candidate: our own kill of a job never leaks into the next job."""
     r = await pool.run(job("import time\ndef f(x):\n    time.sleep(30)\n", ASSERTS, timeout_s=0.5))
