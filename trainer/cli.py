@@ -187,11 +187,11 @@ def plot(
 @app.command()
 def demo(
     seeds: str = typer.Option("0", help="comma-separated seeds; one run each"),
-    steps: int = typer.Option(10, help="training steps per seed"),
+    steps: int = typer.Option(6, help="training steps per seed"),
     reward_url: str | None = typer.Option(None, help="use this running server instead of starting one"),
     state_dir: str = typer.Option("runs/demo", help="one subdirectory per seed"),
     sandbox: str = typer.Option("bwrap", help="sandbox host for the server the demo starts"),
-    num_eval: int = typer.Option(32, help="held-out arithmetic problems"),
+    num_eval: int = typer.Option(64, help="held-out arithmetic problems (64: reward in steps of 1/64)"),
     sets: list[str] = typer.Option([], "--set", "-o", help="override demo config fields"),
 ) -> None:
     """SmolLM2-135M-Instruct learns bundled arithmetic on the CPU; prints baseline vs final reward."""

@@ -56,6 +56,9 @@ class TrainConfig(BaseModel):
     num_train_tasks: int = Field(2000, gt=0, description="size of generated training set (generators only)")
     num_eval_tasks: int = Field(64, ge=0, description="held-out tasks (split off with data_seed)")
     data_seed: int = 1234
+    arith_difficulty: Literal["standard", "easy"] = Field(
+        "standard", description="bundled arithmetic generator: standard (1-3 steps, up to 2-digit) | easy (one-step "
+        "sums/differences of small numbers)")
 
     # --- GRPO ------------------------------------------------------------------------------
     group_size: int = Field(8, description="completions sampled per prompt (G)")

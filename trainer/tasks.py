@@ -72,14 +72,33 @@ def _arith_problem(rng: random.Random) -> tuple[str, int]:
     return f"What is {a} + {b}?", a + b
 
 
-def arithmetic_tasks(n: int, seed: int) -> list[TaskItem]:
-    rng = random.Random(f"arith-{seed}")
+def _arith_easy_problem(rng: random.Random) -> tuple[str, int]:
+    """One-step sums and differences of small numbers (results 2-20): a 135M model gets some right."""
+    n = rng.choice(_NAMES)
+    it = rng.choice(_ITEMS)
+    if rng.randrange(2) == 0:
+        a, b = rng.randint(1, 10), rng.randint(1, 10)
+        return f"{n} has {a} {it} and gets {b} more. How many {it} does {n} have now?", a + b
+    a = rng.randint(3, 20)
+    b = rng.randint(1, a - 1)
+    return f"{n} had {a} {it} and lost {b}. How many {it} does {n} have left?", a - b
+
+
+ARITH_DIFFICULTIES = ("standard", "easy")
+
+
+def arithmetic_tasks(n: int, seed: int, difficulty: str = "standard") -> list[TaskItem]:
+    if difficulty not in ARITH_DIFFICULTIES:
+        raise ValueError(f"arithmetic difficulty must be one of {ARITH_DIFFICULTIES}, not {difficulty!r}")
+    gen = _arith_easy_problem if difficulty == "easy" else _arith_problem
+    # "standard" keeps its historical stream seed, so its splits are unchanged
+    rng = random.Random(f"arith-{seed}" if difficulty == "standard" else f"arith-{difficulty}-{seed}")
     out: list[TaskItem] = []
     seen: set[str] = set()
     tries = 0
     while len(out) < n and tries < n * 50:
         tries += 1
-        text, ans = _arith_problem(rng)
+        text, ans = gen(rng)
         if text in seen:
             continue
         seen.add(text)
@@ -222,15 +241,17 @@ def write_jsonl(items: list[TaskItem], path: str | Path) -> None:
             f.write(json.dumps(it.to_json()) + "\n")
 
 
-def build_split(source: str, num_train: int, num_eval: int, seed: int) -> tuple[list[TaskItem], list[TaskItem]]:
-    """Train and held-out lists; the split is a function of ``seed`` only, disjoint by prompt."""
+def build_split(source: str, num_train: int, num_eval: int, seed: int,
+                arith_difficulty: str = "standard") -> tuple[list[TaskItem], list[TaskItem]]:
+    """Train and held-out lists; the split is a function of ``seed`` (and ``arith_difficulty``) only,
+    disjoint by prompt."""
     if source == "arithmetic":
-        pool = arithmetic_tasks(num_train + num_eval, seed)
+        pool = arithmetic_tasks(num_train + num_eval, seed, arith_difficulty)
     elif source == "code":
         pool = code_tasks(num_train + num_eval, seed)
     elif source == "mixed":
         half = (num_train + num_eval + 1) // 2
-        pool = arithmetic_tasks(half, seed) + code_tasks(half, seed)
+        pool = arithmetic_tasks(half, seed, arith_difficulty) + code_tasks(half, seed)
     else:
         pool = load_jsonl(source)
     pool = list(pool)

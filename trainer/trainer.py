@@ -104,7 +104,8 @@ class GRPOTrainer:
             self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
         if train_items is None:
-            train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed)
+            train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed,
+                                                 cfg.arith_difficulty)
             if eval_items is None:
                 eval_items = built_eval
         self.train_items = train_items

@@ -44,3 +44,25 @@ def test_stream_position_is_the_whole_state():
     assert [t.id for t in s2.take(7)] == first[10:]
     assert s.epoch == 2
     assert sorted(first[:7]) == sorted(t.id for t in items)  # an epoch is a permutation
+
+
+def test_easy_arithmetic_is_opt_in_seeded_and_small():
+    import re
+
+    import pytest
+
+    from trainer.config import TrainConfig
+
+    assert TrainConfig().arith_difficulty == "standard"
+    # the standard stream is unchanged by the option's existence
+    assert [t.prompt for t in arithmetic_tasks(30, 5)] == [t.prompt for t in arithmetic_tasks(30, 5, "standard")]
+    e1, e2 = arithmetic_tasks(200, 5, "easy"), arithmetic_tasks(200, 5, "easy")
+    assert [t.prompt for t in e1] == [t.prompt for t in e2] and len({t.prompt for t in e1}) == 200
+    for t in e1:
+        a, b = (int(x) for x in re.findall(r"\d+", t.prompt.split("\n")[0]))
+        assert int(t.task["answer"]) in (a + b, a - b) and 0 < int(t.task["answer"]) <= 20
+    tr, ev = build_split("arithmetic", 100, 20, seed=7, arith_difficulty="easy")
+    tr2, ev2 = build_split("arithmetic", 100, 20, seed=7, arith_difficulty="easy")
+    assert [t.prompt for t in ev] == [t.prompt for t in ev2] and not {t.prompt for t in tr} & {t.prompt for t in ev}
+    with pytest.raises(ValueError):
+        arithmetic_tasks(5, 0, "hard")
