@@ -24,7 +24,7 @@ import httpx
 DEMO_DEFAULTS: dict[str, Any] = {
     "model": "smollm2",
     "tasks": "arithmetic",
-    # one-step sums/differences of small numbers: greedy baseline 0.375 on 64 held-out problems and 25% of
+    # one-step sums/differences of small numbers: greedy baseline 0.375 on 64 held-out problems and 25-62% of
     # sampled groups all-same (measured), vs 0.188 and 88% on the standard mix, where few groups carry a signal
     "arith_difficulty": "easy",
     "num_train_tasks": 1000,
