@@ -45,10 +45,11 @@ async def probe(pool, program: str, timeout_s: float = 5.0, **kw) -> str:
 def host_job_processes(uid_lo: int = 20000, uid_hi: int = 20100) -> list[int]:
     """Processes on this machine left from jobs (containers share the host's uids): any
     process of a candidate uid (uid_lo + 2*slot), and any process of a verdict uid (one
-    above) beyond the slot's one long-lived verdict process, a direct child of its
-    supervisor (a candidate cannot make itself that: it cannot change its uid or parent)."""
+    above) other than a supervisor's one long-lived verdict process: a direct child of a
+    root `vr-super-N` process (a candidate can change neither its uid nor its parent).
+    Several runners (and pools of other tests) may be alive, each with its own verdicts."""
     found = []
-    verdicts: dict[int, list[tuple[int, int]]] = {}
+    verdicts: dict[int, list[int]] = {}  # parent pid -> verdict-uid children
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
@@ -63,12 +64,20 @@ def host_job_processes(uid_lo: int = 20000, uid_hi: int = 20100) -> list[int]:
             if (uid - uid_lo) % 2 == 0:
                 found.append(int(name))
             else:
-                verdicts.setdefault(uid, []).append((int(name), ppid))
-    for procs in verdicts.values():
-        by_supervisor = [pid for pid, ppid in procs if _uid_of(ppid) == 0 and _uid_of(pid) != 0]
-        keep = by_supervisor[:1] if len(procs) == 1 else []
-        found += [pid for pid, _ in procs if pid not in keep]
+                verdicts.setdefault(ppid, []).append(int(name))
+    for ppid, pids in verdicts.items():
+        legit = _uid_of(ppid) == 0 and _comm_of(ppid).startswith("vr-super") and len(pids) == 1
+        if not legit:
+            found += pids
     return found
+
+
+def _comm_of(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return ""
 
 
 def _uid_of(pid: int) -> int:
