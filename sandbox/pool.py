@@ -75,12 +75,10 @@ class _Runner:
         self.idle: collections.deque[_Conn] = collections.deque()
         self.in_flight = 0
         self.alive = True
-        self.opened = 0  # connections made and not known closed
 
     def drop_connections(self) -> None:
         for c in self.idle:
             c.close()
-        self.opened -= len(self.idle)
         self.idle.clear()
 
 
@@ -245,7 +243,8 @@ class SandboxPool:
         """The connection idle longest: its supervisor has finished cleaning up after its
         last job. Each runner keeps one connection beyond its job limit, so a job rarely
         waits for the cleanup of the job before it."""
-        if r.idle and (len(r.idle) > 1 or r.opened > self.per_runner):
+        # open: the idle ones plus one per other job in flight (this job is counted in in_flight)
+        if r.idle and (len(r.idle) > 1 or len(r.idle) + r.in_flight - 1 > self.per_runner):
             return r.idle.popleft()
         try:
             reader, writer = await asyncio.wait_for(
@@ -255,7 +254,6 @@ class SandboxPool:
             if r.idle:
                 return r.idle.popleft()
             raise RunnerLost(f"cannot connect: {exc}") from None
-        r.opened += 1
         return _Conn(reader, writer)
 
     async def _exchange(self, msg: dict, budget_s: float, on_event: Callable[[dict], None] | None) -> tuple[dict, str]:
@@ -270,13 +268,11 @@ class SandboxPool:
                     final = await asyncio.wait_for(self._talk(conn, msg, on_event), budget_s)
                 except BaseException:
                     conn.close()
-                    r.opened -= 1
                     raise
                 if r.alive:
                     r.idle.append(conn)
                 else:
                     conn.close()
-                    r.opened -= 1
                 return final, r.handle.ident
             except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
@@ -404,7 +400,6 @@ class SandboxPool:
             await asyncio.wait_for(self._ping(conn), 5)
         except Exception:  # noqa: BLE001
             conn.close()
-            r.opened -= 1
             return False
         r.idle.append(conn)
         return True

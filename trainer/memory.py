@@ -68,10 +68,13 @@ def reset_peak_rss() -> bool:
         return False
 
 
+def max_rss_mb() -> float:
+    """The kernel's peak resident set of this process (getrusage), MB."""
+    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return ru / 2**20 if sys.platform == "darwin" else ru / 1024  # bytes on macOS, KiB on Linux
+
+
 def peak_rss_mb() -> float:
     """Peak resident set since the last ``reset_peak_rss`` (Linux), else since process start."""
     hwm = _status_mb("VmHWM")
-    if hwm is not None:
-        return hwm
-    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return ru / 2**20 if sys.platform == "darwin" else ru / 1024  # bytes on macOS, KiB on Linux
+    return hwm if hwm is not None else max_rss_mb()

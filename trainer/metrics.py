@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import json
 import math
-import resource
 import sys
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from .memory import max_rss_mb
+
 
 def peak_memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
-    ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return ru / 2**20 if sys.platform == "darwin" else ru / 1024  # bytes on macOS, KiB on Linux
+    return max_rss_mb()
 
 
 class MetricsLogger:

@@ -21,6 +21,7 @@ STATUSES = ("", "passed", "failed", "error", "timeout", "memory", "output_limit"
 CODE = {name: i for i, name in enumerate(STATUSES)}
 SIZE = 1 << 16
 MAX_TESTS = SIZE - HEAD_SIZE
+_ZEROS = memoryview(bytes(MAX_TESTS))  # reset source, made once: a reset happens every job
 
 
 class Progress:
@@ -50,7 +51,7 @@ class Progress:
         GEN.pack_into(self.mem, 0, 0)
         BODY.pack_into(self.mem, GEN.size, -1, 0.0)
         k = min(n_tests, MAX_TESTS)
-        self.mem[HEAD_SIZE : HEAD_SIZE + k] = bytes(k)
+        self.mem[HEAD_SIZE : HEAD_SIZE + k] = _ZEROS[:k]
 
     def current(self) -> tuple[int, float]:
         """(index, started) of the running test, or (-1, when the last one ended)."""

@@ -274,12 +274,11 @@ class Supervisor:
         if not c.killed:
             c.killed = True
             limits.kill_group(c.pid)
-        for f in (c.ctrl,):
-            self._unregister(f)
-            try:
-                f.close()
-            except OSError:
-                pass
+        self._unregister(c.ctrl)
+        try:
+            c.ctrl.close()
+        except OSError:
+            pass
         for attr in ("stdin_w", "stdout_r", "stderr_r"):
             fd = getattr(c, attr)
             if fd >= 0:
@@ -318,14 +317,7 @@ class Supervisor:
         note = self.wait_exit(c.pid, 0.2)
         if note is None:
             return "error", "candidate process stopped answering"
-        sig = note.get("signal")
-        if sig == signal.SIGXCPU:
-            return "timeout", "CPU time limit exceeded"
-        if sig == signal.SIGKILL:
-            return "memory", "killed by SIGKILL (most likely out of memory)"
-        if sig:
-            return "error", f"killed by signal {signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig}"
-        return "error", f"process exited with code {note.get('code')}"
+        return _exit_reason(note)
 
     def wait_exit(self, pid: int, wait_s: float) -> dict | None:
         deadline = time.monotonic() + wait_s
@@ -375,10 +367,6 @@ class Supervisor:
         self.sel.register(ours, READ, ("v", v))
         return v
 
-    def hand_over(self, c: Candidate) -> None:
-        """From here on the verdict process talks to the candidate; we only watch it."""
-        self._unregister(c.ctrl)
-
     def kill_verdict(self) -> None:
         v, self.v = self.v, None
         if not v:
@@ -393,7 +381,10 @@ class Supervisor:
 
     def give_candidate(self, c: Candidate | None) -> None:
         """Pass a candidate's channel to the verdict process (SCM_RIGHTS) behind a marker
-        byte, or the marker that says there is none."""
+        byte, or the marker that says there is none. From then on the verdict process talks
+        to the candidate; we only watch it."""
+        if c is not None:
+            self._unregister(c.ctrl)
         v = self.v
         if not v or v.eof:
             return
@@ -516,19 +507,15 @@ class Supervisor:
         self.send_job(spec, lim, 0)
         self.cand, outcome = self.load_candidate(msg["program"], scratch, lim, _estimate_units(spec))
         plan = self.await_plan(time.monotonic() + 30)
-        verdict_waits = plan is not None and plan.get("op") == "plan"
+        verdict_waits = plan is not None and plan["op"] == "plan"
         if plan is None:
             # it died or stalled on the tests' syntax: count them here, run them in a fresh one
             self.kill_verdict()
-            try:
-                n = len(verdict.unit_labels(spec))
-            except (SyntaxError, ValueError, KeyError, TypeError, RecursionError, MemoryError) as exc:
-                plan = {"op": "bad_tests", "message": f"{type(exc).__name__}: {exc}"}
-        if plan is not None and plan.get("op") == "bad_tests":
+            plan = _count_tests_here(spec)
+        if plan["op"] == "bad_tests":
             return {"event": "done", "error": f"bad tests: {plan.get('message', '')}"[:300], "syntax_ok": False,
                     "runs": False, "passed": 0, "total": 0, "tests": []}
-        if verdict_waits:
-            n = int(plan["n"])
+        n = plan["n"]
         if self.stream:
             self.emit({"event": "load", **outcome, "total": n})
         results: list[dict | None] = [None] * n
@@ -562,15 +549,14 @@ class Supervisor:
         if not v:
             return None
         f = v.frames.popleft()
-        if isinstance(f, dict) and f.get("op") == "bad_tests":
+        op = f.get("op") if isinstance(f, dict) else None
+        if op == "bad_tests":
             v.busy = False
-        return f if isinstance(f, dict) and f.get("op") in ("plan", "bad_tests") and type(f.get("n", 0)) is int \
-            else None
+            return f
+        return f if op == "plan" and type(f.get("n")) is int else None
 
     def go(self, cand: Candidate | None) -> None:
         """Let the waiting verdict process run its job, with this candidate (or none yet)."""
-        if cand:
-            self.hand_over(cand)
         self.give_candidate(cand)
         self.send_verdict({"names": self.candidate_names})
 
@@ -593,9 +579,10 @@ class Supervisor:
         pending: list[tuple[str, str] | None] = [None]  # why we killed the candidate, if we did
         killed_at: dict[int, float] = {}  # test index -> when we killed its candidate for time
 
-        def record(i: int, status: str, message: str, time_s: float = 0.0) -> None:
+        def record(i: int, status: str, message: str, time_s: object = 0.0) -> None:
             if not 0 <= i < n or results[i] is not None:
                 return
+            time_s = time_s if isinstance(time_s, (int, float)) else 0.0
             if i in override:
                 status, message = override[i]
             elif status == "aborted":
@@ -603,6 +590,9 @@ class Supervisor:
             results[i] = {"status": status, "time_s": round(float(time_s), 6), "message": str(message)[:300]}
             if self.stream:
                 self.emit({"event": "test", "index": i, **results[i]})
+
+        def record_reported(r: dict) -> None:
+            record(_index(r), str(r.get("status", "error")), str(r.get("message", "")), r.get("time_s", 0.0))
 
         def drop_candidate(reason: tuple[str, str] | None) -> None:
             if not self.cand:
@@ -642,14 +632,14 @@ class Supervisor:
             self.go(self.cand)
             return True
 
-        def salvage_and_restart(last: tuple[str, str] | None) -> bool:
+        def salvage_and_restart() -> bool:
             """The verdict process died or was stopped: keep what it recorded, go on after."""
             idx, _ = self.progress.current()
             for j in range(n):
                 if results[j] is None and self.progress.status(j):
                     record(j, self.progress.status(j), "(detail lost with the test process)")
             if 0 <= idx < n and results[idx] is None:
-                st, why = override.get(idx) or last or ("error", "test process died")
+                st, why = override.get(idx) or ("error", "test process died")
                 record(idx, st, why)
             self.kill_verdict()
             return start_verdict(idx + 1 if idx >= 0 else 0)
@@ -679,19 +669,17 @@ class Supervisor:
                     self.cand, again = self.load_candidate(msg["program"], scratch, lim, n)
                     self.unit_out, self.over_limit = saved
                     if again["runs"]:
-                        self.hand_over(self.cand)
                         self.give_candidate(self.cand)
                     else:
                         override.setdefault(i, ("error", "program failed to reload: " + again["message"]))
                         self.give_candidate(None)
                 elif op == "end":
-                    record(_index(f), str(f.get("status", "error")), str(f.get("message", "")), f.get("time_s", 0.0))
+                    record_reported(f)
                 elif op == "done":
                     v.busy = False
                     for r in f.get("results", []) if isinstance(f.get("results"), list) else []:
                         if isinstance(r, dict):
-                            record(_index(r), str(r.get("status", "error")), str(r.get("message", "")),
-                                   r.get("time_s", 0.0) if isinstance(r.get("time_s"), (int, float)) else 0.0)
+                            record_reported(r)
                     for i in range(n):
                         record(i, "error", "test did not run")
                     return
@@ -710,7 +698,7 @@ class Supervisor:
                 drop_candidate(why)
                 self.over_limit = False  # handled; the next test's output is counted afresh
             if self.v is None or (self.v.eof and not self.v.frames):
-                if not salvage_and_restart(None):
+                if not salvage_and_restart():
                     return
                 continue
             idx, started = self.progress.current()
@@ -720,7 +708,7 @@ class Supervisor:
                     if time.monotonic() > killed_at[idx] + GRACE_S:
                         # the candidate is dead and the test still runs: the test code is stuck
                         override.setdefault(idx, ("timeout", "wall-clock limit exceeded"))
-                        if not salvage_and_restart(None):
+                        if not salvage_and_restart():
                             return
                         continue
                     wake = min(wake, killed_at[idx] + GRACE_S)
@@ -771,7 +759,7 @@ class Supervisor:
                 else:
                     note = self.wait_exit(c.pid, GRACE_S)
                     if note and note.get("signal"):
-                        st, why = self.death_status_from(note)
+                        st, why = _exit_reason(note)
                         out.update(status=st, message=why, exit=-int(note["signal"]))
                     elif note is not None:
                         out["exit"] = int(note.get("code", 1))
@@ -787,14 +775,6 @@ class Supervisor:
         out["stdout_bytes"] = bytes(self.kept["stdout"][before["stdout"]:])
         out["stderr_bytes"] = bytes(self.kept["stderr"][before["stderr"]:])
         return out
-
-    def death_status_from(self, note: dict) -> tuple[str, str]:
-        sig = note.get("signal")
-        if sig == signal.SIGXCPU:
-            return "timeout", "CPU time limit exceeded"
-        if sig == signal.SIGKILL:
-            return "memory", "killed by SIGKILL (most likely out of memory)"
-        return "error", f"killed by signal {sig}"
 
     def run_stdio(self, msg: dict, scratch: str, lim: dict) -> dict:
         spec = msg["tests"]
@@ -858,6 +838,26 @@ class Supervisor:
             "exec_stderr": out["stderr_bytes"].decode("utf-8", "replace"),
             "files": files,
         }
+
+
+def _count_tests_here(spec: dict) -> dict:
+    """The verdict process's answer to a job, computed in the supervisor (fallback only)."""
+    try:
+        return {"op": "plan", "n": len(verdict.unit_labels(spec))}
+    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError, MemoryError) as exc:
+        return {"op": "bad_tests", "message": f"{type(exc).__name__}: {exc}"}
+
+
+def _exit_reason(note: dict) -> tuple[str, str]:
+    """(status, message) for how a candidate process ended, from the spawner's exit note."""
+    sig = note.get("signal")
+    if sig == signal.SIGXCPU:
+        return "timeout", "CPU time limit exceeded"
+    if sig == signal.SIGKILL:
+        return "memory", "killed by SIGKILL (most likely out of memory)"
+    if sig:
+        return "error", f"killed by signal {signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else sig}"
+    return "error", f"process exited with code {note.get('code')}"
 
 
 def _estimate_units(spec: dict) -> int:

@@ -15,6 +15,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import codec, framing
@@ -27,18 +28,11 @@ STDLIB = set(getattr(sys, "stdlib_module_names", ()))
 LAST_RETURN: list = []  # the candidate's latest answer, quoted when a bare assert fails
 
 
-def parse_test(source: str) -> ast.Module:
-    return ast.parse(source)
-
-
 class Aborted(BaseException):
     """The supervisor stopped the candidate (timeout, crash, limits); not catchable by tests."""
 
 
-class Unit:
-    def __init__(self, name: str, run) -> None:
-        self.name = name
-        self.run = run
+Unit = Callable[[], None]  # one test: runs it, raising on failure
 
 
 class Channel:
@@ -89,7 +83,7 @@ class Channel:
 
     def _fetch_candidate(self) -> None:
         self.send({"op": "need_candidate", "index": self.index})
-        cand = receive_candidate(self.sock)
+        cand = receive_marker(self.sock)[1]
         if cand is None:
             raise Aborted("no candidate")
         self.cand = cand
@@ -112,10 +106,6 @@ def receive_marker(sock: socket.socket) -> tuple[bytes, socket.socket | None]:
     cand = socket.socket(fileno=fds[0])
     cand.setblocking(True)
     return data, cand
-
-
-def receive_candidate(sock: socket.socket) -> socket.socket | None:
-    return receive_marker(sock)[1]
 
 
 def _exception(name: str, message: str) -> BaseException:
@@ -231,15 +221,16 @@ _compiled_chars = 0
 
 def compiled(spec: dict) -> Compiled:
     if "asserts" in spec:
-        key: tuple = ("list", spec.get("setup", "") or "", tuple(spec["asserts"]))
+        setup = spec.get("setup", "") or ""
+        key: tuple = ("list", setup, tuple(spec["asserts"]))
+        size = len(setup) + sum(map(len, spec["asserts"]))
     else:
         key = ("check", spec["test"], spec["entry_point"], bool(spec.get("split_asserts", True)))
+        size = len(spec["test"])
     c = _COMPILED.get(key)
     if c is None:
         global _compiled_chars
         c = _compile_list(spec) if key[0] == "list" else _compile_check(spec)
-        size = sum(len(part) if isinstance(part, str) else sum(map(len, part)) for part in key[1:3]
-                   if isinstance(part, (str, tuple)))
         if len(_COMPILED) >= COMPILED_MAX or _compiled_chars + size > COMPILED_MAX_CHARS:
             _COMPILED.clear()
             _compiled_chars = 0
@@ -250,14 +241,14 @@ def compiled(spec: dict) -> Compiled:
 
 def _compile_list(spec: dict) -> Compiled:
     setup = spec.get("setup", "") or ""
-    trees = [parse_test(setup)] + [parse_test(a) for a in spec["asserts"]]
+    trees = [ast.parse(setup)] + [ast.parse(a) for a in spec["asserts"]]
     codes = [compile(tree, f"<test {i}>", "exec") for i, tree in enumerate(trees[1:])]
     return Compiled(_raw_free(*trees), [a.strip()[:200] for a in spec["asserts"]],
                     setup=compile(trees[0], "<setup>", "exec") if setup.strip() else None, units=codes)
 
 
 def _compile_check(spec: dict) -> Compiled:
-    tree = parse_test(spec["test"])
+    tree = ast.parse(spec["test"])
     raw = _raw_free(tree)
     module = compile(tree, "<test>", "exec")
     if spec.get("split_asserts", True):
@@ -283,10 +274,6 @@ def bind_free_names(chan: Channel, names: set[str], ns: dict, defined: frozenset
         ns[name] = make_proxy(chan, name)
 
 
-def _run_code(code, ns: dict) -> None:
-    exec(code, ns)
-
-
 def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
     c = compiled(spec)
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
@@ -294,7 +281,7 @@ def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
     bind_free_names(chan, _filter_free(c.raw_free, defined), ns, defined)
     if c.setup is not None:
         exec(c.setup, ns)
-    return [Unit(label, lambda code=code: _run_code(code, ns)) for label, code in zip(c.labels, c.units)]
+    return [lambda code=code: exec(code, ns) for code in c.units]
 
 
 def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
@@ -308,15 +295,15 @@ def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
     if not callable(check):
         raise ValueError("the test code defines no check(candidate) function")
     if not c.units:
-        return [Unit("check(candidate)", lambda: check(candidate))]
+        return [lambda: check(candidate)]
     units = []
-    for label, (code, param) in zip(c.labels, c.units):
+    for code, param in c.units:
         def run(code=code, param=param) -> None:
             local_ns = dict(ns)
             local_ns[param] = candidate
             exec(code, local_ns)
 
-        units.append(Unit(label, run))
+        units.append(run)
     return units
 
 
@@ -363,13 +350,13 @@ def plan_call(chan: Channel, spec: dict) -> list[Unit]:
     fn = make_proxy(chan, spec["fn_name"])
     tol = spec.get("float_tolerance")
     units = []
-    for i, case in enumerate(spec["cases"]):
+    for case in spec["cases"]:
         def run(case=case) -> None:
             got = fn(*case.get("args", []), **case.get("kwargs", {}))
             if not codec.values_equal(got, case.get("expected"), tol):
                 raise AssertionError(f"expected {_short(case.get('expected'))}, got {_short(got)}")
 
-        units.append(Unit(f"case {i}", run))
+        units.append(run)
     return units
 
 
@@ -458,7 +445,7 @@ def run_job(chan: Channel, spec: dict, start: int, stream: bool) -> None:
         status, message = "passed", ""
         t0 = time.monotonic()
         try:
-            units[i].run()
+            units[i]()
         except Aborted as exc:
             status, message = ("memory", "MemoryError") if str(exc) == "memory" else ("aborted", str(exc))
         except AssertionError as exc:
