@@ -16,7 +16,7 @@ import selectors
 import signal
 import socket
 
-from . import limits
+from . import candidate, limits
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 4096
@@ -40,8 +40,6 @@ def fork_spawner() -> tuple[int, socket.socket]:
 
 
 def _serve(sock: socket.socket) -> None:
-    from . import candidate
-
     candidate.prepare_template()
     gc.collect()
     gc.freeze()
@@ -101,15 +99,10 @@ def _spawn(sock: socket.socket, sel: selectors.BaseSelector, rfd: int, wfd: int)
             pass
     pid = os.fork()
     if pid == 0:
+        # as little Python as possible here: every object touched is a page copied from the
+        # spawner; candidate.main closes every other descriptor in one call
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        sel.close()
-        for fd in (rfd, wfd, in_w, out_r, err_r):
-            os.close(fd)
-        sock.close()
-        ctrl_parent.close()
-        from . import candidate
-
         limits.set_process_name("vr-candidate")
         candidate.main(ctrl_child, in_r, out_w, err_w)
         os._exit(0)  # pragma: no cover
