@@ -10,6 +10,10 @@ from typing import Any
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20
+# made once: json.dumps with any non-default option builds a new encoder per call, and every
+# job sends a dozen frames (more with calls) through each of three processes
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_decode_json = json.JSONDecoder().decode
 
 
 class FrameError(Exception):
@@ -17,7 +21,7 @@ class FrameError(Exception):
 
 
 def encode_frame(obj: Any) -> bytes:
-    data = json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "surrogatepass")
+    data = _encode(obj).encode("utf-8", "surrogatepass")
     return HEADER.pack(len(data)) + data
 
 
@@ -25,7 +29,7 @@ def send_frame(sock: socket.socket, obj: Any, timeout: float | None = None) -> N
     """Send one frame; with a timeout a peer that stops reading cannot stall us."""
     data = encode_frame(obj)
     if timeout is None:
-        sock.setblocking(True)
+        _blocking(sock)
         sock.sendall(data)
         return
     deadline = time.monotonic() + timeout
@@ -41,7 +45,7 @@ def send_frame(sock: socket.socket, obj: Any, timeout: float | None = None) -> N
 
 def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
     """Blocking read of one frame; None on a clean EOF before a header."""
-    sock.setblocking(True)
+    _blocking(sock)
     header = _recv_exact(sock, HEADER.size)
     if header is None:
         return None
@@ -54,9 +58,16 @@ def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
     return _decode(body)
 
 
+def _blocking(sock: socket.socket) -> None:
+    # setblocking costs two fcntl calls even when nothing changes; most sockets here stay
+    # blocking, and a frame is sent or read per call a test makes
+    if sock.gettimeout() is not None:
+        sock.setblocking(True)
+
+
 def _decode(body: bytes) -> Any:
     try:
-        return json.loads(body.decode("utf-8", "surrogatepass"))
+        return _decode_json(body.decode("utf-8", "surrogatepass"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FrameError(f"bad frame: {exc}") from None
 
