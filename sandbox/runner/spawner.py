@@ -3,6 +3,15 @@
 Because it has never held a job, a candidate forked from it cannot find tests or expected
 values anywhere in its own memory. It also reaps its children and reports how each ended
 (exit code or signal), which the supervisor cannot see for processes that are not its own.
+
+Each candidate is forked while the previous one may still be alive, so every page the
+spawner writes between forks is copied, and every object a new candidate touches before it
+runs the program is a page copied too. Hence the small loop: a raw epoll, one pidfd per child
+instead of a SIGCHLD handler (the child then has no signal state to undo), and messages of a
+few bytes instead of JSON.
+
+Messages to the supervisor (SEQPACKET): b"S<pid>" with four descriptors (control socket,
+stdin, stdout, stderr) for a new candidate; b"X<pid> <code> <signal>" when a child ended.
 """
 
 from __future__ import annotations
@@ -10,9 +19,8 @@ from __future__ import annotations
 import array
 import fcntl
 import gc
-import json
 import os
-import selectors
+import select
 import signal
 import socket
 
@@ -20,6 +28,7 @@ from . import candidate, limits
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 4096
+SPAWN = b"spawn"
 
 
 def fork_spawner() -> tuple[int, socket.socket]:
@@ -31,7 +40,7 @@ def fork_spawner() -> tuple[int, socket.socket]:
         code = 0
         try:
             limits.set_process_name("vr-spawner")
-            _serve(theirs)
+            _Spawner(theirs).serve()
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
@@ -39,81 +48,135 @@ def fork_spawner() -> tuple[int, socket.socket]:
     return pid, ours
 
 
-def _serve(sock: socket.socket) -> None:
-    candidate.prepare_template()
-    gc.collect()
-    gc.freeze()
-    rfd, wfd = os.pipe()
-    os.set_blocking(wfd, False)
-    os.set_blocking(rfd, False)
-    signal.set_wakeup_fd(wfd)
-    signal.signal(signal.SIGCHLD, lambda *_: None)
-    sel = selectors.DefaultSelector()
-    sel.register(sock, selectors.EVENT_READ, "req")
-    sel.register(rfd, selectors.EVENT_READ, "chld")
-    while True:
-        for key, _ in sel.select():
-            if key.data == "chld":
-                try:
-                    os.read(rfd, 4096)
-                except BlockingIOError:
-                    pass
-                _reap(sock)
-                continue
-            data = sock.recv(4096)
-            if not data:
-                return
-            req = json.loads(data)
-            if req.get("op") == "spawn":
-                _spawn(sock, sel, rfd, wfd)
-        _reap(sock)
+def parse_note(data: bytes) -> tuple[str, int, int, int]:
+    """("spawned", pid, 0, 0) or ("exited", pid, exit code, signal); ValueError otherwise."""
+    kind, rest = data[:1], data[1:]
+    if kind == b"S":
+        return "spawned", int(rest), 0, 0
+    if kind == b"X":
+        pid, code, sig = (int(x) for x in rest.split())
+        return "exited", pid, code, sig
+    raise ValueError(f"unknown spawner note {data[:20]!r}")
 
 
-def _reap(sock: socket.socket) -> None:
-    while True:
+def _pidfd_open(pid: int) -> int:
+    """A descriptor that becomes readable when `pid` exits; -1 where the kernel (or a
+    seccomp profile) has no pidfd_open."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return -1
+
+
+class _Spawner:
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.ep = select.epoll()
+        self.ep.register(self.fd, select.EPOLLIN)
+        self.by_pidfd: dict[int, int] = {}
+        self.wake_r = -1
+
+    def serve(self) -> None:
+        candidate.prepare_template()
+        gc.collect()
+        gc.freeze()
+        probe = _pidfd_open(os.getpid())
+        if probe >= 0:
+            os.close(probe)
+        else:
+            self._use_sigchld()
+        recv, poll, spawn, fd = self.sock.recv, self.ep.poll, self.spawn, self.fd
+        while True:
+            for ready, _ in poll():
+                if ready == fd:
+                    data = recv(64)
+                    if not data:
+                        return
+                    if data == SPAWN:
+                        spawn()
+                elif ready == self.wake_r:
+                    try:
+                        os.read(ready, 4096)
+                    except BlockingIOError:
+                        pass
+                    self.reap_all()
+                else:
+                    self.reap(ready)
+
+    def _use_sigchld(self) -> None:
+        """Fallback without pidfds: a SIGCHLD handler that only wakes the loop."""
+        self.wake_r, wfd = os.pipe()
+        os.set_blocking(self.wake_r, False)
+        os.set_blocking(wfd, False)
+        signal.set_wakeup_fd(wfd)
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        self.ep.register(self.wake_r, select.EPOLLIN)
+
+    def note_exit(self, pid: int, status: int) -> None:
+        if os.WIFSIGNALED(status):
+            msg = b"X%d 0 %d" % (pid, os.WTERMSIG(status))
+        else:
+            msg = b"X%d %d 0" % (pid, os.WEXITSTATUS(status))
+        self.sock.send(msg)
+
+    def reap(self, pidfd: int) -> None:
+        pid = self.by_pidfd.pop(pidfd)
+        self.ep.unregister(pidfd)
+        os.close(pidfd)
         try:
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            _, status = os.waitpid(pid, 0)
         except ChildProcessError:
             return
+        self.note_exit(pid, status)
+
+    def reap_all(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.note_exit(pid, status)
+
+    def spawn(self) -> None:
+        ctrl_parent, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for fd in (out_w, err_w):
+            # output is charged to the test running when the supervisor reads it; a small pipe
+            # keeps what a test can leave unread, to be charged to the next test, small
+            try:
+                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
+            except OSError:
+                pass
+        pid = os.fork()
         if pid == 0:
-            return
-        note = {"exited": pid}
-        if os.WIFSIGNALED(status):
-            note["signal"] = os.WTERMSIG(status)
-        else:
-            note["code"] = os.WEXITSTATUS(status)
-        sock.send(json.dumps(note).encode())
-
-
-def _spawn(sock: socket.socket, sel: selectors.BaseSelector, rfd: int, wfd: int) -> None:
-    ctrl_parent, ctrl_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    in_r, in_w = os.pipe()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
-    for fd in (out_w, err_w):
-        # output is charged to the test running when the supervisor reads it; a small pipe
-        # keeps what a test can leave unread, to be charged to the next test, small
-        try:
-            fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_BYTES)
-        except OSError:
-            pass
-    pid = os.fork()
-    if pid == 0:
-        # as little Python as possible here: every object touched is a page copied from the
-        # spawner; candidate.main closes every other descriptor in one call
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        limits.set_process_name("vr-candidate")
-        candidate.main(ctrl_child, in_r, out_w, err_w)
-        os._exit(0)  # pragma: no cover
-    ctrl_child.close()
-    for fd in (in_r, out_w, err_w):
-        os.close(fd)
-    fds = [ctrl_parent.fileno(), in_w, out_r, err_r]
-    sock.sendmsg(
-        [json.dumps({"spawned": pid}).encode()],
-        [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))],
-    )
-    ctrl_parent.close()
-    for fd in (in_w, out_r, err_r):
-        os.close(fd)
+            # as little Python as possible: every object touched here is a page copied
+            if self.wake_r >= 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            limits.set_process_name("vr-candidate")
+            candidate.main(ctrl_child, in_r, out_w, err_w)  # closes every other descriptor
+            os._exit(0)  # pragma: no cover
+        if self.wake_r < 0:
+            pidfd = _pidfd_open(pid)
+            if pidfd >= 0:
+                self.by_pidfd[pidfd] = pid
+                self.ep.register(pidfd, select.EPOLLIN)
+            else:  # out of descriptors: fall back to the signal for good
+                self._use_sigchld()
+        ctrl_child.close()
+        os.close(in_r)
+        os.close(out_w)
+        os.close(err_w)
+        self.sock.sendmsg(
+            [b"S%d" % pid],
+            [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", (ctrl_parent.fileno(), in_w, out_r, err_r)))],
+        )
+        ctrl_parent.close()
+        os.close(in_w)
+        os.close(out_r)
+        os.close(err_r)

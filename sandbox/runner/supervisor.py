@@ -149,11 +149,14 @@ class Supervisor:
                 return
             if not data:
                 raise InfraFailure("spawner exited")
-            note = __import__("json").loads(data)
-            if "exited" in note:
-                self.exits[note["exited"]] = note
-            elif "spawned" in note:
-                self._spawned.append((note["spawned"], fds))
+            try:
+                kind, pid, code, sig = spawner.parse_note(data)
+            except ValueError:
+                kind, pid, code, sig = "", 0, 0, 0
+            if kind == "exited":
+                self.exits[pid] = {"code": code, "signal": sig}
+            elif kind == "spawned":
+                self._spawned.append((pid, fds))
             else:
                 for fd in fds:
                     os.close(fd)
@@ -237,7 +240,7 @@ class Supervisor:
         if self.spawn_pending:
             return
         try:
-            self.p_sock.send(b'{"op":"spawn"}')
+            self.p_sock.send(spawner.SPAWN)
         except OSError as exc:
             raise InfraFailure(f"spawner unreachable: {exc}") from None
         self.spawn_pending = True
