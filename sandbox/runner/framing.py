@@ -13,7 +13,7 @@ MAX_FRAME = 64 << 20
 # made once: json.dumps with any non-default option builds a new encoder per call, and every
 # job sends a dozen frames (more with calls) through each of three processes
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
-_decode_json = json.JSONDecoder().decode
+_raw_decode = json.JSONDecoder().raw_decode
 
 
 class FrameError(Exception):
@@ -67,9 +67,13 @@ def _blocking(sock: socket.socket) -> None:
 
 def _decode(body: bytes) -> Any:
     try:
-        return _decode_json(body.decode("utf-8", "surrogatepass"))
+        text = body.decode("utf-8", "surrogatepass")
+        obj, end = _raw_decode(text)  # our frames carry no whitespace around the value
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FrameError(f"bad frame: {exc}") from None
+    if end != len(text):
+        raise FrameError("bad frame: data after the value")
+    return obj
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes | None:

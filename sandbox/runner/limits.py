@@ -120,8 +120,11 @@ def kill_uids(uids: set[int], rounds: int = 50, spare: set[int] = frozenset()) -
 def _state(pid: int) -> tuple[str, int]:
     """(state letter, start time in clock ticks) from /proc/<pid>/stat; ("", 0) if gone."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
+        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
+        try:
+            data = os.read(fd, 4096)
+        finally:
+            os.close(fd)
         fields = data[data.rindex(b")") + 2 :].split()
         return fields[0].decode(), int(fields[19])
     except (OSError, ValueError, IndexError):

@@ -24,6 +24,7 @@ from .progress import MAX_TESTS, Progress
 READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
 KEEP_BYTES = 4096
 GRACE_S = 1.0
+CLEANUP_WAIT_S = 0.05  # for a killed candidate to be reaped before its uid is scanned
 VERDICT_JOBS = 1000  # jobs one verdict process serves before a fresh one replaces it
 VERDICT_MIN_MB = 2048
 
@@ -72,6 +73,7 @@ class Supervisor:
         self.p_sock.setblocking(False)
         self.sel.register(self.p_sock, READ, ("p", None))
         self.exits: dict[int, dict] = {}
+        self.dying: list[int] = []  # this job's candidates, killed, not yet reported reaped
         self._spawned: list = []
         self.spawn_pending = False
         self.cand: Candidate | None = None
@@ -277,6 +279,7 @@ class Supervisor:
         if not c.killed:
             c.killed = True
             limits.kill_group(c.pid)
+            self.dying.append(c.pid)
         self._unregister(c.ctrl)
         try:
             c.ctrl.close()
@@ -321,6 +324,20 @@ class Supervisor:
         if note is None:
             return "error", "candidate process stopped answering"
         return _exit_reason(note)
+
+    def await_reaped(self, wait_s: float) -> None:
+        """Wait (briefly) until the spawner reaped this job's killed candidates, so the uid
+        scan that follows usually finds nothing and needs no second look."""
+        deadline = time.monotonic() + wait_s
+        while self.dying:
+            if self.dying[-1] in self.exits:
+                self.dying.pop()
+                continue
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.pump(left)
+        self.dying.clear()
 
     def wait_exit(self, pid: int, wait_s: float) -> dict | None:
         deadline = time.monotonic() + wait_s
@@ -450,6 +467,7 @@ class Supervisor:
                 self.cand = None
             if self.v and self.v.busy:
                 self.kill_verdict()  # stopped mid-job: it may still be running test code
+            self.await_reaped(CLEANUP_WAIT_S)
             limits.kill_uids({self.c_uid, self.v_uid}, spare={self.v.pid} if self.v else set())
             limits.remove_tree(scratch)
             limits.remove_files_of({self.c_uid, self.v_uid})
