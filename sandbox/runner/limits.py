@@ -41,22 +41,34 @@ def can_switch_uid() -> bool:
     return os.geteuid() == 0
 
 
-def apply_rlimits(*, memory_mb: int, nproc: int, fsize_mb: int, nofile: int, cpu_s: int) -> None:
+def apply_rlimits(*, memory_mb: int, nproc: int, fsize_mb: int, nofile: int, cpu_s: int, pid: int = 0) -> None:
+    """Set soft and hard limits on this process, or on `pid` (prlimit: our own child that
+    has not dropped its uid yet). Limits above a hard limit we cannot raise are capped."""
+
     def setlim(kind: int, value: int) -> None:
         try:
-            soft, hard = resource.getrlimit(kind)
-            if hard != resource.RLIM_INFINITY:
-                value = min(value, hard)
-            resource.setrlimit(kind, (value, value))
-        except (ValueError, OSError):
-            pass
+            resource.prlimit(pid, kind, (value, value))
+        except (ValueError, PermissionError):  # above a hard limit we may not raise
+            hard = resource.prlimit(pid, kind)[1]
+            if hard == resource.RLIM_INFINITY or value <= hard:
+                raise
+            resource.prlimit(pid, kind, (hard, hard))
 
-    setlim(resource.RLIMIT_AS, memory_mb * MB)
-    setlim(resource.RLIMIT_NPROC, nproc)
-    setlim(resource.RLIMIT_FSIZE, fsize_mb * MB)
-    setlim(resource.RLIMIT_NOFILE, nofile)
-    setlim(resource.RLIMIT_CPU, max(1, cpu_s))
-    setlim(resource.RLIMIT_CORE, 0)
+    for kind, value in (
+        (resource.RLIMIT_AS, memory_mb * MB),
+        (resource.RLIMIT_NPROC, nproc),
+        (resource.RLIMIT_FSIZE, fsize_mb * MB),
+        (resource.RLIMIT_NOFILE, nofile),
+        (resource.RLIMIT_CPU, max(1, cpu_s)),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        if pid:
+            setlim(kind, value)  # failures are the caller's to handle
+        else:
+            try:
+                setlim(kind, value)
+            except (ValueError, OSError):
+                pass
 
 
 def drop_privileges(uid: int) -> None:
@@ -192,8 +204,13 @@ def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> Non
 
 
 def make_scratch(base: str, name: str, uid: int) -> str:
+    """A fresh, empty directory owned by `uid` (whatever was left at that path is removed)."""
     path = os.path.join(base, name)
-    os.mkdir(path, mode=0o700)
+    try:
+        os.mkdir(path, mode=0o700)
+    except FileExistsError:
+        remove_tree(path)
+        os.mkdir(path, mode=0o700)
     if can_switch_uid():
         os.chown(path, uid, uid)
     return path

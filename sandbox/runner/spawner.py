@@ -31,8 +31,10 @@ PIPE_BYTES = 4096
 SPAWN = b"spawn"
 
 
-def fork_spawner() -> tuple[int, socket.socket]:
-    """Fork the spawner; returns (pid, the supervisor's end of a SEQPACKET socket)."""
+def fork_spawner(scratch: str | None = None, hide_prefix: str = "\0") -> tuple[int, socket.socket]:
+    """Fork the spawner; returns (pid, the supervisor's end of a SEQPACKET socket). Its
+    candidates start with HOME, TMPDIR and sys.path set to `scratch`, the one scratch path
+    their jobs will use."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -40,7 +42,7 @@ def fork_spawner() -> tuple[int, socket.socket]:
         code = 0
         try:
             limits.set_process_name("vr-spawner")
-            _Spawner(theirs).serve()
+            _Spawner(theirs, scratch, hide_prefix).serve()
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
@@ -69,8 +71,10 @@ def _pidfd_open(pid: int) -> int:
 
 
 class _Spawner:
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, scratch: str | None, hide_prefix: str) -> None:
         self.sock = sock
+        self.scratch = scratch
+        self.hide_prefix = hide_prefix
         self.fd = sock.fileno()
         self.ep = select.epoll()
         self.ep.register(self.fd, select.EPOLLIN)
@@ -78,7 +82,7 @@ class _Spawner:
         self.wake_r = -1
 
     def serve(self) -> None:
-        candidate.prepare_template()
+        candidate.prepare_template(self.scratch, self.hide_prefix)
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())

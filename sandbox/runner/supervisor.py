@@ -69,7 +69,10 @@ class Supervisor:
         self.c_uid = cfg["uid_base"] + 2 * slot
         self.v_uid = self.c_uid + 1
         self.sel = selectors.DefaultSelector()
-        self.spawner_pid, self.p_sock = spawner.fork_spawner()
+        # one scratch path per slot, made afresh for each job: the spawner sets HOME, TMPDIR
+        # and sys.path to it once, instead of every candidate doing it
+        self.scratch = os.path.join(cfg["scratch_base"], f"s{slot}")
+        self.spawner_pid, self.p_sock = spawner.fork_spawner(self.scratch, cfg.get("hide_prefix", "\0"))
         self.p_sock.setblocking(False)
         self.sel.register(self.p_sock, READ, ("p", None))
         self.exits: dict[int, dict] = {}
@@ -441,7 +444,7 @@ class Supervisor:
         self.exits.clear()
         self.candidate_names = []
         self.stream = bool(msg.get("stream", True))
-        scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}-{self.jobs}", self.c_uid)
+        scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}", self.c_uid)
         t0 = time.monotonic()
         try:
             if msg["op"] == "exec":
@@ -473,21 +476,24 @@ class Supervisor:
             limits.remove_files_of({self.c_uid, self.v_uid})
         self.request_spawn()  # the next job's candidate forks while the client reads this answer
 
-    def load_message(self, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
-        return {
-            "op": op,
-            "program": program,
-            "scratch": scratch,
-            "uid": self.c_uid,
-            "hide_prefix": self.cfg.get("hide_prefix", "\0"),
-            "limits": {
-                "memory_mb": lim["memory_mb"],
-                "nproc": lim["nproc"],
-                "fsize_mb": lim["fsize_mb"],
-                "nofile": lim["nofile"],
-                "cpu_s": int(lim["timeout_s"] * (n_units + 1)) + 1,
-            },
+    def load_message(self, c: Candidate, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
+        """The candidate's first frame. Its resource limits are set from here (prlimit on a
+        process that is still ours): every object a fresh candidate touches is a page it
+        copies, so it does as little as it can itself. Sent along only where that failed."""
+        msg = {"op": op, "program": program, "scratch": scratch, "uid": self.c_uid,
+               "hide_prefix": self.cfg.get("hide_prefix", "\0")}
+        rl = {
+            "memory_mb": lim["memory_mb"],
+            "nproc": lim["nproc"],
+            "fsize_mb": lim["fsize_mb"],
+            "nofile": lim["nofile"],
+            "cpu_s": int(lim["timeout_s"] * (n_units + 1)) + 1,
         }
+        try:
+            limits.apply_rlimits(pid=c.pid, **rl)
+        except (OSError, ValueError):
+            msg["limits"] = rl
+        return msg
 
     def start_unit(self, lim: dict) -> float:
         self.unit_out = 0
@@ -499,7 +505,7 @@ class Supervisor:
         c = self.take_candidate()
         deadline = self.start_unit(lim)
         outcome = {"syntax_ok": False, "runs": False, "message": ""}
-        if not self.send_candidate(c, self.load_message("load", program, scratch, lim, n_units)):
+        if not self.send_candidate(c, self.load_message(c, "load", program, scratch, lim, n_units)):
             outcome["message"] = "candidate did not accept the program"
             return c, outcome
         first = self.wait_frame(c, deadline)
@@ -757,7 +763,7 @@ class Supervisor:
         before = {k: len(v) for k, v in self.kept.items()}
         out = {"syntax_ok": True, "exit": None, "status": "finished", "message": ""}
         c.pending_stdin = stdin.encode("utf-8", "surrogateescape")
-        if not self.send_candidate(c, self.load_message("main", program, scratch, lim, n_units)):
+        if not self.send_candidate(c, self.load_message(c, "main", program, scratch, lim, n_units)):
             out.update(status="error", message="candidate did not start")
         else:
             if c.pending_stdin:

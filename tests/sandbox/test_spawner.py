@@ -58,3 +58,66 @@ def test_notes_parse_strictly():
     for bad in (b"", b"Q1", b"Sx", b"X1 2"):
         with pytest.raises(ValueError):
             spawner.parse_note(bad)
+
+
+def _limits_of(pid: int) -> dict[str, str]:
+    out = {}
+    with open(f"/proc/{pid}/limits") as f:
+        for line in f.readlines()[1:]:
+            name = line[:26].strip()
+            out[name] = line[26:47].strip()
+    return out
+
+
+def test_supervisor_side_limits_land_on_the_child():
+    """The supervisor sets a fresh candidate's limits with prlimit before it sends the
+    program; check they are the child's own, soft and hard."""
+    from sandbox.runner import limits
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(w)
+        os.read(r, 1)
+        os._exit(0)
+    os.close(r)
+    try:
+        limits.apply_rlimits(pid=pid, memory_mb=300, nproc=7, fsize_mb=2, nofile=33, cpu_s=9)
+        got = _limits_of(pid)
+    finally:
+        os.close(w)
+        os.waitpid(pid, 0)
+    assert got["Max open files"] == "33"
+    assert got["Max processes"] == "7"
+    assert got["Max cpu time"] == "9"
+    assert got["Max file size"] == str(2 << 20)
+    assert got["Max address space"] == str(300 << 20)
+    assert got["Max core file size"] == "0"
+
+
+def test_candidate_applies_limits_it_is_sent(tmp_path):
+    """Where prlimit failed the limits travel in the first frame and the candidate sets them."""
+    from sandbox.runner import candidate, framing
+
+    os.chmod(tmp_path, 0o777)
+    ours, theirs = socket.socketpair()
+    pipes = [os.pipe() for _ in range(3)]
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        candidate.main(theirs, pipes[0][0], pipes[1][1], pipes[2][1])
+    theirs.close()
+    try:
+        framing.send_frame(ours, {
+            "op": "load", "scratch": str(tmp_path), "uid": 20000,
+            "program": "import resource\ndef lim():\n    return resource.getrlimit(resource.RLIMIT_NOFILE)\n",
+            "limits": {"memory_mb": 512, "nproc": 8, "fsize_mb": 1, "nofile": 21, "cpu_s": 5},
+        })
+        assert framing.recv_frame(ours)["syntax_ok"] is True
+        assert framing.recv_frame(ours)["runs"] is True
+        framing.send_frame(ours, {"op": "call", "id": 1, "name": "lim", "args": [], "kwargs": {"$d": []}})
+        reply = framing.recv_frame(ours)
+    finally:
+        ours.close()
+        os.waitpid(pid, 0)
+    assert reply["ok"] is True and reply["value"] == {"$t": [21, 21]}, reply
