@@ -11,7 +11,7 @@ import base64
 import collections
 import gc
 import os
-import selectors
+import select
 import signal
 import socket
 import time
@@ -21,7 +21,7 @@ from . import framing, limits, spawner, verdict
 from .compare import stdout_matches
 from .progress import MAX_TESTS, Progress
 
-READ, WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+READ, WRITE = select.EPOLLIN, select.EPOLLOUT
 KEEP_BYTES = 4096
 GRACE_S = 1.0
 CLEANUP_WAIT_S = 0.05  # for a killed candidate to be reaped before its uid is scanned
@@ -61,6 +61,37 @@ class Verdict:
         self.eof = False
 
 
+class _Watch:
+    """The descriptors we wait on, each with what it is. A thin epoll: selectors formats an
+    error message (repr of the socket) for every unregister of something not registered,
+    which cleanup does for several descriptors per job."""
+
+    def __init__(self) -> None:
+        self.ep = select.epoll()
+        self.data: dict[int, tuple[str, Any]] = {}
+
+    def register(self, f: Any, events: int, data: tuple[str, Any]) -> None:
+        fd = f if isinstance(f, int) else f.fileno()
+        self.ep.register(fd, events)
+        self.data[fd] = data
+
+    def unregister(self, f: Any) -> None:
+        fd = f if isinstance(f, int) else f.fileno()
+        if self.data.pop(fd, None) is not None:
+            try:
+                self.ep.unregister(fd)
+            except OSError:  # closed since: the kernel dropped it already
+                pass
+
+    def select(self, timeout: float) -> list[tuple[int, str, Any]]:
+        out = []
+        for fd, _events in self.ep.poll(timeout):
+            data = self.data.get(fd)
+            if data is not None:
+                out.append((fd, data[0], data[1]))
+        return out
+
+
 class Supervisor:
     def __init__(self, conn: socket.socket, slot: int, cfg: dict) -> None:
         self.conn = conn
@@ -68,7 +99,7 @@ class Supervisor:
         self.cfg = cfg
         self.c_uid = cfg["uid_base"] + 2 * slot
         self.v_uid = self.c_uid + 1
-        self.sel = selectors.DefaultSelector()
+        self.sel = _Watch()
         # one scratch path per slot, made afresh for each job: the spawner sets HOME, TMPDIR
         # and sys.path to it once, instead of every candidate doing it
         self.scratch = os.path.join(cfg["scratch_base"], f"s{slot}")
@@ -133,14 +164,13 @@ class Supervisor:
         limits.kill_uids({self.c_uid, self.v_uid})
 
     def pump(self, timeout: float) -> None:
-        for key, _mask in self.sel.select(max(0.0, timeout)):
-            kind, obj = key.data
+        for fd, kind, obj in self.sel.select(max(0.0, timeout)):
             if kind == "p":
                 self._read_spawner()
             elif kind == "cctrl":
                 self._read_frames(obj, obj.ctrl)
             elif kind in ("cout", "cerr"):
-                self._read_output(obj, key.fd, "stdout" if kind == "cout" else "stderr")
+                self._read_output(obj, fd, "stdout" if kind == "cout" else "stderr")
             elif kind == "cin":
                 self._write_stdin(obj)
             elif kind == "v":
@@ -225,10 +255,7 @@ class Supervisor:
             self._close_fd(c, "stdin_w")
 
     def _unregister(self, f: Any) -> None:
-        try:
-            self.sel.unregister(f)
-        except (KeyError, ValueError):
-            pass
+        self.sel.unregister(f)
 
     def _close_fd(self, c: Candidate, attr: str) -> None:
         fd = getattr(c, attr)
