@@ -21,7 +21,16 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
-from sandbox.jobs import ExecRequest, ExecResult, Job, JobResult, TestResult
+from sandbox.jobs import (
+    AssertListTests,
+    CallTests,
+    ExecRequest,
+    ExecResult,
+    Job,
+    JobResult,
+    StdioTests,
+    TestResult,
+)
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 
 log = logging.getLogger("sandbox.pool")
@@ -265,7 +274,7 @@ class SandboxPool:
             try:
                 conn = await self._connect(r)
                 try:
-                    final = await asyncio.wait_for(self._talk(conn, msg, on_event), budget_s)
+                    final = await _within(self._talk(conn, msg, on_event), budget_s)
                 except BaseException:
                     conn.close()
                     raise
@@ -411,11 +420,20 @@ class SandboxPool:
             raise RunnerLost("bad pong")
 
 
+async def _within(coro: Any, seconds: float) -> Any:
+    """`coro` under a deadline; asyncio.timeout where it exists (wait_for wraps the
+    coroutine in a task of its own: two more event-loop turns per job)."""
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(seconds):
+            return await coro
+    return await asyncio.wait_for(coro, seconds)  # Python 3.10
+
+
 def _count_tests(job: Job) -> int:
     t = job.tests
-    if hasattr(t, "cases"):
+    if isinstance(t, (StdioTests, CallTests)):
         return len(t.cases)
-    if hasattr(t, "asserts"):
+    if isinstance(t, AssertListTests):
         return len(t.asserts)
     return max(1, t.test.count("assert"))
 
