@@ -219,5 +219,22 @@ def make_scratch(base: str, name: str, uid: int) -> str:
 def remove_tree(path: str) -> None:
     try:
         os.rmdir(path)  # most jobs leave their scratch directory empty
+        return
+    except FileNotFoundError:
+        return
     except OSError:
+        pass
+    shutil.rmtree(path, ignore_errors=True)
+    if os.path.lexists(path):
+        # a job can make directories even their owner may not list or empty (mode 000)
+        for root, dirs, _files in os.walk(path):
+            for d in dirs:
+                try:
+                    os.chmod(os.path.join(root, d), 0o700, follow_symlinks=False)
+                except OSError:
+                    pass
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
         shutil.rmtree(path, ignore_errors=True)

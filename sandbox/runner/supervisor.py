@@ -471,7 +471,7 @@ class Supervisor:
         self.exits.clear()
         self.candidate_names = []
         self.stream = bool(msg.get("stream", True))
-        scratch = limits.make_scratch(self.cfg["scratch_base"], f"s{self.slot}", self.c_uid)
+        scratch = self.fresh_scratch()
         t0 = time.monotonic()
         try:
             if msg["op"] == "exec":
@@ -502,6 +502,19 @@ class Supervisor:
             limits.remove_tree(scratch)
             limits.remove_files_of({self.c_uid, self.v_uid})
         self.request_spawn()  # the next job's candidate forks while the client reads this answer
+
+    def fresh_scratch(self) -> str:
+        """The slot's scratch path, made afresh; a unique path where what the last job left
+        there could not be removed (its candidates then set HOME and TMPDIR themselves)."""
+        base = self.cfg["scratch_base"]
+        try:
+            return limits.make_scratch(base, f"s{self.slot}", self.c_uid)
+        except OSError:
+            pass
+        try:
+            return limits.make_scratch(base, f"s{self.slot}-{self.jobs}-{os.urandom(4).hex()}", self.c_uid)
+        except OSError as exc:
+            raise InfraFailure(f"cannot make a scratch directory: {exc}") from None
 
     def load_message(self, c: Candidate, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
         """The candidate's first frame. Its resource limits are set from here (prlimit on a

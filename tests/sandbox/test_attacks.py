@@ -184,6 +184,21 @@ async def test_disk_fill_is_cut_and_removed(pool):
     assert "wrote 8388608" in out and "['x']" in out, out  # a fresh, empty scratch directory per job
 
 
+async def test_scratch_is_fresh_even_after_locked_leftovers(pool):
+    """A job leaves a directory nobody may list or enter (mode 000) with a file in it, and
+    a read-only file: every later job still starts in an empty scratch directory that is
+    its HOME and TMPDIR."""
+    leave = ("import os\nos.makedirs('locked/deeper')\nopen('locked/deeper/f', 'w').write('x')\n"
+             "os.chmod('locked/deeper', 0)\nos.chmod('locked', 0)\nopen('ro', 'w').write('y')\n"
+             "os.chmod('ro', 0)\nprint('left', sorted(os.listdir('.')))\n")
+    check = ("import os, tempfile\nprint('seen', sorted(os.listdir('.')), os.environ['HOME'] == os.getcwd(),"
+             " tempfile.gettempdir() == os.getcwd())\n")
+    for _ in range(4):  # cover each of the pool's connections (slots)
+        assert "left ['locked', 'ro']" in await probe(pool, leave)
+    for _ in range(4):
+        assert "seen [] True True" in await probe(pool, check)
+
+
 async def test_output_floods_are_cut(pool):
     r = await run_hack(pool, "def f(x):\n    print('x' * 10 ** 8)\n")
     assert {t.status for t in r.tests} == {"output_limit"}, r

@@ -121,3 +121,35 @@ def test_candidate_applies_limits_it_is_sent(tmp_path):
         ours.close()
         os.waitpid(pid, 0)
     assert reply["ok"] is True and reply["value"] == {"$t": [21, 21]}, reply
+
+
+def test_remove_tree_empties_locked_directories_as_their_owner():
+    """Without root's override, a tree with mode-000 directories is still removed by the
+    uid that owns it (runners that cannot switch uids clean up as the jobs' own uid)."""
+    import pathlib
+    import shutil
+    import tempfile
+
+    from sandbox.runner import limits
+
+    base = pathlib.Path(tempfile.mkdtemp(dir="/tmp"))  # reachable by the job uid
+    os.chmod(base, 0o777)
+    target = base / "scratch"
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            if os.geteuid() == 0:
+                os.setresgid(20000, 20000, 20000)
+                os.setresuid(20000, 20000, 20000)
+            os.makedirs(target / "locked" / "deeper")
+            (target / "locked" / "deeper" / "f").write_text("x")
+            os.chmod(target / "locked" / "deeper", 0)
+            os.chmod(target / "locked", 0)
+            limits.remove_tree(str(target))
+            code = 0 if not os.path.lexists(target) else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    shutil.rmtree(base, ignore_errors=True)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
