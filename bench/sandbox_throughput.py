@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+BASELINE_PYTHON = [sys.executable]  # set from --baseline-python
 sys.path.insert(0, str(HERE.parent))
 
 
@@ -127,7 +128,7 @@ async def run_subprocess(items: list[Item], concurrency: int, tmp: str) -> Outco
         Path(paths[id(it)]).write_text(script_for(it))
 
     async def fn(it: Item) -> bool:
-        proc = await asyncio.create_subprocess_exec(sys.executable, "-I", "-S", paths[id(it)],
+        proc = await asyncio.create_subprocess_exec(BASELINE_PYTHON[0], "-I", "-S", paths[id(it)],
                                                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         try:
             return await asyncio.wait_for(proc.wait(), it.timeout) == 0
@@ -163,7 +164,7 @@ async def run_docker_run(items: list[Item], concurrency: int, tmp: str, image: s
 
 
 async def run_floor(items: list[Item], concurrency: int) -> Outcome:
-    workers = [await asyncio.create_subprocess_exec(sys.executable, str(HERE / "_floor_worker.py"),
+    workers = [await asyncio.create_subprocess_exec(BASELINE_PYTHON[0], str(HERE / "_floor_worker.py"),
                                                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
                for _ in range(concurrency)]
     free: asyncio.Queue = asyncio.Queue()
@@ -205,7 +206,10 @@ async def main() -> None:
     ap.add_argument("--methods", default="docker,bwrap,subprocess,docker-run,floor")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (each runs every method once); the best of each is reported")
     ap.add_argument("--json", default=None, help="write all outcomes here")
+    ap.add_argument("--baseline-python", default=sys.executable,
+                    help="interpreter for the subprocess and floor baselines (default: this one)")
     a = ap.parse_args()
+    BASELINE_PYTHON[0] = a.baseline_python
     from sandbox.hosts.docker import DockerHost
 
     image = DockerHost.default_image()
