@@ -24,6 +24,7 @@ from .progress import MAX_TESTS, Progress
 READ, WRITE = select.EPOLLIN, select.EPOLLOUT
 KEEP_BYTES = 4096
 GRACE_S = 1.0
+READ_BYTES = 1 << 16
 CLEANUP_WAIT_S = 0.05  # for a killed candidate to be reaped before its uid is scanned
 VERDICT_JOBS = 1000  # jobs one verdict process serves before a fresh one replaces it
 VERDICT_MIN_MB = 2048
@@ -198,7 +199,7 @@ class Supervisor:
 
     def _read_frames(self, obj: Candidate | Verdict, sock: socket.socket) -> None:
         try:
-            data = sock.recv(1 << 20)
+            data = sock.recv(READ_BYTES)  # a 1 MiB request costs a 1 MiB allocation per read
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -288,7 +289,7 @@ class Supervisor:
         pid, fds = self._spawned.pop()
         if len(fds) != 4:
             raise InfraFailure("spawner sent a bad reply")
-        ctrl = socket.socket(fileno=fds[0])
+        ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=fds[0])  # no probing syscalls
         ctrl.setblocking(False)
         c = Candidate(pid, ctrl, fds[1], fds[2], fds[3])
         for fd in fds[1:]:

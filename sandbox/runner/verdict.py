@@ -103,7 +103,7 @@ def receive_marker(sock: socket.socket) -> tuple[bytes, socket.socket | None]:
         for fd in fds:
             os.close(fd)
         return data, None
-    cand = socket.socket(fileno=fds[0])
+    cand = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=fds[0])
     cand.setblocking(True)
     return data, cand
 
