@@ -99,10 +99,12 @@ def ratio_rows(summary: dict) -> list[tuple[str, str, str, str]]:
             h = by.get((host, conc))
             if not h:
                 continue
-            for base in ("docker run", "subprocess", "floor (fork, in-process)"):
+            # the docker host runs the image's python: its own-build baselines when measured
+            label = " [image's python]" if host == "docker host" and ("subprocess [image's python]", conc) in by else ""
+            for base in ("docker run", f"subprocess{label}", f"floor (fork, in-process){label}"):
                 b = by.get((base, conc))
                 if b and b["rate"]:
-                    t = targets.get(base)
+                    t = targets.get(base.split(" [")[0])
                     r = h["rate"] / b["rate"]
                     verdict = "" if t is None else f" (target >= {t:g}x: {'met' if r >= t else 'MISSED'})"
                     rows.append((f"sandbox c={conc}: {host}", f"{h['rate']:.1f}/s", f"{base} {b['rate']:.1f}/s",

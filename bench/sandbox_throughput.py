@@ -9,6 +9,12 @@ programs) runs through each method at the same concurrency:
     docker run       `docker run --rm` per completion (what naive sandboxes do)
     floor            a warm interpreter forking per completion, running tests in-process
 
+Each host is compared with baselines on its own interpreter build: the bwrap host runs this
+interpreter, the docker host the image's. Builds differ a lot (a Debian build with PGO and
+LTO starts and runs ~40% faster here than an unoptimised shared-library one), so when the
+image's exact build is also installed on this machine the subprocess and floor baselines
+run on both and the docker host's ratios use that one.
+
 Usage:
     python bench/sandbox_throughput.py                      # canonical corpus, concurrency 2
     python bench/sandbox_throughput.py --corpus mixed --concurrency 1,2,4 --json out.json
@@ -28,7 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-BASELINE_PYTHON = [sys.executable]  # set from --baseline-python
+IMAGE_BUILD = " [image's python]"
+# what makes two interpreters the same build for speed: version, compiler, shared libpython, PGO, LTO
+FINGERPRINT = ("import platform, sysconfig; a = sysconfig.get_config_var('CONFIG_ARGS') or ''; "
+               "print(platform.python_version(), platform.python_compiler(), "
+               "sysconfig.get_config_var('Py_ENABLE_SHARED'), '--enable-optimizations' in a, 'lto' in a)")
 sys.path.insert(0, str(HERE.parent))
 
 
@@ -121,14 +131,14 @@ async def run_pool(kind: str, items: list[Item], concurrency: int) -> Outcome:
     return Outcome(f"{kind} host", concurrency, len(items), wall, lat, correct)
 
 
-async def run_subprocess(items: list[Item], concurrency: int, tmp: str) -> Outcome:
+async def run_subprocess(items: list[Item], concurrency: int, tmp: str, python: str, label: str) -> Outcome:
     paths = {}
     for i, it in enumerate(items):
         paths[id(it)] = os.path.join(tmp, f"p{i}.py")
         Path(paths[id(it)]).write_text(script_for(it))
 
     async def fn(it: Item) -> bool:
-        proc = await asyncio.create_subprocess_exec(BASELINE_PYTHON[0], "-I", "-S", paths[id(it)],
+        proc = await asyncio.create_subprocess_exec(python, "-I", "-S", paths[id(it)],
                                                     stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
         try:
             return await asyncio.wait_for(proc.wait(), it.timeout) == 0
@@ -138,7 +148,7 @@ async def run_subprocess(items: list[Item], concurrency: int, tmp: str) -> Outco
             return False
 
     wall, lat, correct = await bounded(items, concurrency, fn)
-    return Outcome("subprocess", concurrency, len(items), wall, lat, correct)
+    return Outcome(f"subprocess{label}", concurrency, len(items), wall, lat, correct)
 
 
 async def run_docker_run(items: list[Item], concurrency: int, tmp: str, image: str) -> Outcome:
@@ -163,8 +173,8 @@ async def run_docker_run(items: list[Item], concurrency: int, tmp: str, image: s
     return Outcome("docker run", concurrency, len(items), wall, lat, correct)
 
 
-async def run_floor(items: list[Item], concurrency: int) -> Outcome:
-    workers = [await asyncio.create_subprocess_exec(BASELINE_PYTHON[0], str(HERE / "_floor_worker.py"),
+async def run_floor(items: list[Item], concurrency: int, python: str, label: str) -> Outcome:
+    workers = [await asyncio.create_subprocess_exec(python, str(HERE / "_floor_worker.py"),
                                                     stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
                for _ in range(concurrency)]
     free: asyncio.Queue = asyncio.Queue()
@@ -187,7 +197,7 @@ async def run_floor(items: list[Item], concurrency: int) -> Outcome:
         for w in workers:
             w.stdin.close()
             await w.wait()
-    return Outcome("floor (fork, in-process)", concurrency, len(items), wall, lat, correct)
+    return Outcome(f"floor (fork, in-process){label}", concurrency, len(items), wall, lat, correct)
 
 
 def docker_ready(image: str) -> bool:
@@ -195,6 +205,36 @@ def docker_ready(image: str) -> bool:
     from sandbox.pool import docker_available
 
     return docker_available() and DockerHost.image_present(image)
+
+
+def _version_of(python: str) -> str:
+    try:
+        out = subprocess.run([python, "-I", "-S", "-c", FINGERPRINT],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return out.stdout.strip()
+
+
+def image_build_here(image: str) -> str | None:
+    """A python on this machine built like the image's (see FINGERPRINT), if any."""
+    try:
+        out = subprocess.run(["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3", image,
+                              "-I", "-S", "-c", FINGERPRINT],
+                             capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    want = out.stdout.strip()
+    if not want:
+        return None
+    import glob
+
+    for cand in sorted(glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")):
+        if cand.endswith("-config") or not os.access(cand, os.X_OK):
+            continue
+        if _version_of(cand) == want:
+            return cand
+    return None
 
 
 async def main() -> None:
@@ -206,19 +246,29 @@ async def main() -> None:
     ap.add_argument("--methods", default="docker,bwrap,subprocess,docker-run,floor")
     ap.add_argument("--repeat", type=int, default=1, help="rounds (each runs every method once); the best of each is reported")
     ap.add_argument("--json", default=None, help="write all outcomes here")
-    ap.add_argument("--baseline-python", default=sys.executable,
-                    help="interpreter for the subprocess and floor baselines (default: this one)")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="times the corpus runs back to back within one run (longer runs even out a "
+                         "shared machine's fast and slow spells)")
+    ap.add_argument("--baseline-python", default=None,
+                    help="run the subprocess and floor baselines on this interpreter only (default: this "
+                         "one, plus the image's build when it is installed here)")
     a = ap.parse_args()
-    BASELINE_PYTHON[0] = a.baseline_python
     from sandbox.hosts.docker import DockerHost
 
     image = DockerHost.default_image()
-    items = corpus(a.corpus, a.limit)
+    items = corpus(a.corpus, a.limit) * a.passes
     methods = a.methods.split(",")
     has_docker = docker_ready(image)
     if not has_docker:
         print(f"note: no Docker engine or image {image}: docker methods skipped", file=sys.stderr)
         methods = [m for m in methods if not m.startswith("docker")]
+    # (label, interpreter) for the subprocess and floor baselines
+    pythons = [("", a.baseline_python or sys.executable)]
+    if a.baseline_python is None and "docker" in methods:
+        found = image_build_here(image)
+        if found and _version_of(found) != _version_of(sys.executable):
+            pythons.append((IMAGE_BUILD, found))
+            print(f"note: baselines also on {found}, the image's python build", file=sys.stderr)
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory() as tmp:
         os.chmod(tmp, 0o755)
@@ -228,18 +278,22 @@ async def main() -> None:
             best: dict[str, Outcome] = {}
             for _ in range(a.repeat):
                 for m in methods:
+                    outs = []
                     if m in ("docker", "bwrap"):
-                        o = await run_pool(m, items, conc)
+                        outs.append(await run_pool(m, items, conc))
                     elif m == "subprocess":
-                        o = await run_subprocess(items, conc, tmp)
+                        for label, py in pythons:
+                            outs.append(await run_subprocess(items, conc, tmp, py, label))
                     elif m == "docker-run":
-                        o = await run_docker_run(items[: a.docker_run_limit], conc, tmp, image)
+                        outs.append(await run_docker_run(items[: a.docker_run_limit], conc, tmp, image))
                     else:
-                        o = await run_floor(items, conc)
-                    if m not in best or o.rate > best[m].rate:
-                        best[m] = o
-                    print(f"  {o.method:26s} c={conc}: {o.rate:7.1f}/s", file=sys.stderr)
-            results.extend(best[m] for m in methods)
+                        for label, py in pythons:
+                            outs.append(await run_floor(items, conc, py, label))
+                    for o in outs:
+                        if o.method not in best or o.rate > best[o.method].rate:
+                            best[o.method] = o
+                        print(f"  {o.method:38s} c={conc}: {o.rate:7.1f}/s", file=sys.stderr)
+            results.extend(best.values())
     report(results, len(items), a.corpus)
     if a.json:
         Path(a.json).write_text(json.dumps([{"method": o.method, "concurrency": o.concurrency, "n": o.n,
@@ -256,18 +310,19 @@ def report(results: list[Outcome], n: int, corpus_name: str) -> None:
     print()
     for conc in sorted({o.concurrency for o in results}):
         by = {o.method: o for o in results if o.concurrency == conc}
-        base = {"docker run": 50.0, "subprocess": 2.0}
         for host in ("docker host", "bwrap host"):
             if host not in by:
                 continue
+            # the docker host runs the image's build: compare it with baselines on that build
+            label = IMAGE_BUILD if host == "docker host" and f"subprocess{IMAGE_BUILD}" in by else ""
             h = by[host]
             parts = []
-            for b, target in base.items():
+            for b, target in (("docker run", 50.0), (f"subprocess{label}", 2.0)):
                 if b in by:
                     parts.append(f"{h.rate / by[b].rate:.1f}x {b} (target >= {target:g}x)")
-            if "floor (fork, in-process)" in by:
-                f = by["floor (fork, in-process)"]
-                parts.append(f"{f.rate / h.rate:.2f}x below the floor (target <= 2x)")
+            floor = f"floor (fork, in-process){label}"
+            if floor in by:
+                parts.append(f"{by[floor].rate / h.rate:.2f}x below the {floor} (target <= 2x)")
             print(f"c={conc} {host}: " + "; ".join(parts))
 
 
