@@ -374,7 +374,7 @@ class Supervisor:
         deadline = time.monotonic() + wait_s
         while pid not in self.exits and time.monotonic() < deadline:
             self.pump(deadline - time.monotonic())
-        return self.exits.pop(pid, None)
+        return self.exits.get(pid)  # kept: the cleanup waits on the same notes
 
     # ---------------------------------------------------------------- verdict
     def ensure_verdict(self, lim: dict) -> Verdict:
