@@ -207,7 +207,7 @@ def docker_ready(image: str) -> bool:
     return docker_available() and DockerHost.image_present(image)
 
 
-def _version_of(python: str) -> str:
+def _build_of(python: str) -> str:
     try:
         out = subprocess.run([python, "-I", "-S", "-c", FINGERPRINT],
                              capture_output=True, text=True, timeout=20)
@@ -232,7 +232,7 @@ def image_build_here(image: str) -> str | None:
     for cand in sorted(glob.glob("/usr/bin/python3*") + glob.glob("/usr/local/bin/python3*")):
         if cand.endswith("-config") or not os.access(cand, os.X_OK):
             continue
-        if _version_of(cand) == want:
+        if _build_of(cand) == want:
             return cand
     return None
 
@@ -266,7 +266,7 @@ async def main() -> None:
     pythons = [("", a.baseline_python or sys.executable)]
     if a.baseline_python is None and "docker" in methods:
         found = image_build_here(image)
-        if found and _version_of(found) != _version_of(sys.executable):
+        if found and _build_of(found) != _build_of(sys.executable):
             pythons.append((IMAGE_BUILD, found))
             print(f"note: baselines also on {found}, the image's python build", file=sys.stderr)
     results: list[Outcome] = []

@@ -8,6 +8,7 @@ import shutil
 import signal
 import stat
 import time
+from collections.abc import Iterator
 
 MB = 1 << 20
 
@@ -62,13 +63,11 @@ def apply_rlimits(*, memory_mb: int, nproc: int, fsize_mb: int, nofile: int, cpu
         (resource.RLIMIT_CPU, max(1, cpu_s)),
         (resource.RLIMIT_CORE, 0),
     ):
-        if pid:
-            setlim(kind, value)  # failures are the caller's to handle
-        else:
-            try:
-                setlim(kind, value)
-            except (ValueError, OSError):
-                pass
+        try:
+            setlim(kind, value)
+        except (ValueError, OSError):
+            if pid:
+                raise  # the caller falls back to having the process set them itself
 
 
 def drop_privileges(uid: int) -> None:
@@ -141,6 +140,18 @@ def _state(pid: int) -> tuple[str, int]:
         return fields[0].decode(), int(fields[19])
     except (OSError, ValueError, IndexError):
         return "", 0
+
+
+def exited_children() -> Iterator[tuple[int, int]]:
+    """(pid, wait status) of each child that has ended, reaping it; stops when none has."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        yield pid, status
 
 
 def kill_group(pid: int) -> None:

@@ -126,13 +126,7 @@ def _child(conn, srv, sel, rfd, wfd, slot: int, cfg: dict) -> None:
 
 
 def _reap(children: dict[int, int], free: list[int]) -> None:
-    while True:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            return
+    for pid, _status in limits.exited_children():
         slot = children.pop(pid, None)
         if slot is not None:
             free.append(slot)

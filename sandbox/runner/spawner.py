@@ -135,13 +135,7 @@ class _Spawner:
         self.note_exit(pid, status)
 
     def reap_all(self) -> None:
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
+        for pid, status in limits.exited_children():
             self.note_exit(pid, status)
 
     def spawn(self) -> None:

@@ -206,7 +206,7 @@ class Supervisor:
             data = b""
         if not data:
             obj.eof = True
-            self._unregister(sock)
+            self.sel.unregister(sock)
             return
         try:
             obj.frames.extend(obj.reader.feed(data))
@@ -214,7 +214,7 @@ class Supervisor:
             obj.eof = True
             if isinstance(obj, Candidate):
                 obj.bad_frame = True
-            self._unregister(sock)
+            self.sel.unregister(sock)
 
     def _read_output(self, c: Candidate, fd: int, stream: str) -> None:
         try:
@@ -224,7 +224,7 @@ class Supervisor:
         except OSError:
             data = b""
         if not data:
-            self._unregister(fd)
+            self.sel.unregister(fd)
             c.open_pipes -= 1
             return
         if self.v is not None and self.v.busy:
@@ -252,11 +252,8 @@ class Supervisor:
         except OSError:
             c.pending_stdin = b""
         if not c.pending_stdin:
-            self._unregister(c.stdin_w)
+            self.sel.unregister(c.stdin_w)
             self._close_fd(c, "stdin_w")
-
-    def _unregister(self, f: Any) -> None:
-        self.sel.unregister(f)
 
     def _close_fd(self, c: Candidate, attr: str) -> None:
         fd = getattr(c, attr)
@@ -311,7 +308,7 @@ class Supervisor:
             c.killed = True
             limits.kill_group(c.pid)
             self.dying.append(c.pid)
-        self._unregister(c.ctrl)
+        self.sel.unregister(c.ctrl)
         try:
             c.ctrl.close()
         except OSError:
@@ -319,7 +316,7 @@ class Supervisor:
         for attr in ("stdin_w", "stdout_r", "stderr_r"):
             fd = getattr(c, attr)
             if fd >= 0:
-                self._unregister(fd)
+                self.sel.unregister(fd)
                 self._close_fd(c, attr)
 
     def send_candidate(self, c: Candidate, obj: dict) -> bool:
@@ -360,14 +357,8 @@ class Supervisor:
         """Wait (briefly) until the spawner reaped this job's killed candidates, so the uid
         scan that follows usually finds nothing and needs no second look."""
         deadline = time.monotonic() + wait_s
-        while self.dying:
-            if self.dying[-1] in self.exits:
-                self.dying.pop()
-                continue
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            self.pump(left)
+        for pid in self.dying:
+            self.wait_exit(pid, deadline - time.monotonic())
         self.dying.clear()
 
     def wait_exit(self, pid: int, wait_s: float) -> dict | None:
@@ -423,7 +414,7 @@ class Supervisor:
         if not v:
             return
         limits.kill_group(v.pid)
-        self._unregister(v.sock)
+        self.sel.unregister(v.sock)
         v.sock.close()
         try:
             os.waitpid(v.pid, 0)
@@ -435,7 +426,7 @@ class Supervisor:
         byte, or the marker that says there is none. From then on the verdict process talks
         to the candidate; we only watch it."""
         if c is not None:
-            self._unregister(c.ctrl)
+            self.sel.unregister(c.ctrl)
         v = self.v
         if not v or v.eof:
             return
