@@ -238,10 +238,13 @@ def remove_tree(path: str) -> None:
     shutil.rmtree(path, ignore_errors=True)
     if os.path.lexists(path):
         # a job can make directories even their owner may not list or empty (mode 000)
-        for root, dirs, _files in os.walk(path):
+        for root, dirs, _files in os.walk(path):  # never enters links
             for d in dirs:
+                sub = os.path.join(root, d)
+                if os.path.islink(sub):
+                    continue  # a link to a directory: chmod would act on its target
                 try:
-                    os.chmod(os.path.join(root, d), 0o700, follow_symlinks=False)
+                    os.chmod(sub, 0o700)
                 except OSError:
                     pass
         try:

@@ -125,7 +125,8 @@ def test_candidate_applies_limits_it_is_sent(tmp_path):
 
 def test_remove_tree_empties_locked_directories_as_their_owner():
     """Without root's override, a tree with mode-000 directories is still removed by the
-    uid that owns it (runners that cannot switch uids clean up as the jobs' own uid)."""
+    uid that owns it (runners that cannot switch uids clean up as the jobs' own uid), links
+    in it to directories outside included (they are removed, never followed)."""
     import pathlib
     import shutil
     import tempfile
@@ -144,10 +145,12 @@ def test_remove_tree_empties_locked_directories_as_their_owner():
                 os.setresuid(20000, 20000, 20000)
             os.makedirs(target / "locked" / "deeper")
             (target / "locked" / "deeper" / "f").write_text("x")
+            os.symlink("/", target / "to-root")  # a link to a directory is neither followed nor chmodded
+            os.symlink(base, target / "locked" / "deeper" / "to-base")
             os.chmod(target / "locked" / "deeper", 0)
             os.chmod(target / "locked", 0)
             limits.remove_tree(str(target))
-            code = 0 if not os.path.lexists(target) else 2
+            code = 0 if not os.path.lexists(target) and os.path.isdir(base) else 2
         finally:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
