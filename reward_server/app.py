@@ -210,7 +210,8 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         if owns_pool:
             from sandbox import make_pool  # noqa: PLC0415
 
-            p = make_pool(kind=settings.sandbox, size=settings.pool_size, **settings.sandbox_options)
+            p = make_pool(kind=settings.sandbox, size=settings.pool_size, pin_cpus=settings.pin_cpus,
+                          **settings.sandbox_options)
             await p.start()
         math_module = load_math_module()
         grader = None

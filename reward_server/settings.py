@@ -33,6 +33,11 @@ class Settings(BaseSettings):
     sandbox: SandboxKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
     pool_size: int | None = Field(None, ge=1, description="runners in the pool (default: the host's choice)")
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
+    pin_cpus: bool | None = Field(
+        None,
+        description="keep each job's processes on a CPU of its own while jobs <= CPUs (docs/SANDBOX.md); "
+        "default: on for docker and bwrap, off for socketdir",
+    )
 
     max_items_per_request: int = Field(4096, ge=1)
     max_body_bytes: int = Field(64 << 20, ge=1024)

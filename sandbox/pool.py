@@ -61,6 +61,7 @@ class _Conn:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
+        self.cpu: int | None = None  # where its last job ran: its processes are still there
 
     async def send(self, obj: Any) -> None:
         self.writer.write(encode_frame(obj))
@@ -93,7 +94,7 @@ class _Runner:
 
 class SandboxPool:
     def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0,
-                 no_runner_timeout: float = 30.0) -> None:
+                 no_runner_timeout: float = 30.0, pin_cpus: bool = True) -> None:
         if size < 1 or per_runner < 1:
             raise ValueError("size and per_runner must be >= 1")
         self.host = host
@@ -116,6 +117,7 @@ class SandboxPool:
         self.restarts = 0
         self.jobs_total = 0
         self.infra_errors = 0
+        self.cpus = CpuPlan(_usable_cpus() if pin_cpus else [])
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -271,10 +273,13 @@ class SandboxPool:
         avoid = None
         for attempt in range(2):
             r = await self._acquire(avoid)
+            cpu = None
             try:
                 conn = await self._connect(r)
+                cpu = conn.cpu = self.cpus.take(conn.cpu)
                 try:
-                    final = await _within(self._talk(conn, msg, on_event), budget_s)
+                    sent = msg if cpu is None else {**msg, "cpu": cpu}
+                    final = await _within(self._talk(conn, sent, on_event), budget_s)
                 except BaseException:
                     conn.close()
                     raise
@@ -289,6 +294,7 @@ class SandboxPool:
                 self._mark_dead(r)
                 avoid = r
             finally:
+                self.cpus.give(cpu)
                 await self._release(r)
         self.infra_errors += 1
         raise InfraError(f"job failed on two runners: {last}")
@@ -420,6 +426,39 @@ class SandboxPool:
             raise RunnerLost("bad pong")
 
 
+class CpuPlan:
+    """Which CPU each job's processes keep to. A job is a chain of a few dozen handoffs
+    (supervisor, candidate, verdict process); when they share one CPU each handoff is a
+    local switch, when the kernel spreads them each one wakes an idle CPU (on a virtual
+    machine an exit to the hypervisor). Measured at two jobs on two cores: 200 -> 250-270
+    HumanEval jobs/s. A job is pinned only to a CPU none of our other jobs holds, so pinned
+    jobs never queue behind each other; beyond one job per CPU the rest run unpinned.
+    The CPUs are those this process may use: to run several pools on one machine, give
+    each its own set (`taskset`, a container's cpuset) or turn pinning off."""
+
+    def __init__(self, cpus: list[int]) -> None:
+        self.free = list(cpus) if len(cpus) > 1 else []  # one CPU: nothing to choose
+
+    def take(self, prefer: int | None = None) -> int | None:
+        """A CPU none of our jobs holds: `prefer` (where the connection's processes already
+        are) when it is free, else the one free longest; None when every CPU has a job."""
+        if prefer is not None and prefer in self.free:
+            self.free.remove(prefer)
+            return prefer
+        return self.free.pop(0) if self.free else None
+
+    def give(self, cpu: int | None) -> None:
+        if cpu is not None:
+            self.free.append(cpu)  # to the back: the next job takes the CPU idle longest
+
+
+def _usable_cpus() -> list[int]:
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return []
+
+
 async def _within(coro: Any, seconds: float) -> Any:
     """`coro` under a deadline; asyncio.timeout where it exists (wait_for wraps the
     coroutine in a task of its own: two more event-loop turns per job)."""
@@ -451,8 +490,10 @@ def docker_available(timeout: float = 3.0) -> bool:
 
 
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
-              **host_options: Any) -> SandboxPool:
-    """A pool on the named host; `auto` takes docker when an engine and our image answer."""
+              pin_cpus: bool | None = None, **host_options: Any) -> SandboxPool:
+    """A pool on the named host; `auto` takes docker when an engine and our image answer.
+    `pin_cpus` (see CpuPlan) defaults to on where the pool starts its own runners and off
+    for socketdir, whose runners other reward servers on the same machine may share."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
     per_runner_given = per_runner
@@ -488,4 +529,6 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         per_runner = per_runner_given or 4
     else:
         raise ValueError(f"unknown sandbox kind {kind!r}")
-    return SandboxPool(host, size=size, per_runner=per_runner)
+    if pin_cpus is None:
+        pin_cpus = kind != "socketdir"
+    return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)

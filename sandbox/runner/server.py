@@ -45,6 +45,7 @@ def preload() -> None:
 
 def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0") -> None:
     limits.set_process_name("vr-runner")
+    limits.allowed_cpus()  # before any job pins a process: what "unpinned" means for all of them
     preload()
     sys.dont_write_bytecode = True
     os.makedirs(scratch_base, mode=0o711, exist_ok=True)

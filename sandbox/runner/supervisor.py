@@ -124,6 +124,8 @@ class Supervisor:
         self.over_limit = False
         self.candidate_names: list[str] = []
         self.stream = True
+        self.cpu: int | None = None  # the CPU this job's processes keep to, if the client gave one
+        self.pinned_ever = False
 
     # ------------------------------------------------------------------ plumbing
     def serve(self) -> None:
@@ -465,6 +467,7 @@ class Supervisor:
         self.stream = bool(msg.get("stream", True))
         scratch = self.fresh_scratch()
         t0 = time.monotonic()
+        self.keep_to(msg.get("cpu"))
         try:
             if msg["op"] == "exec":
                 summary = self.run_exec(msg, scratch, lim)
@@ -494,6 +497,17 @@ class Supervisor:
             limits.remove_tree(scratch)
             limits.remove_files_of({self.c_uid, self.v_uid})
         self.request_spawn()  # the next job's candidate forks while the client reads this answer
+
+    def keep_to(self, cpu: object) -> None:
+        """Keep this connection's processes (us, the spawner, the verdict process, the job's
+        candidates) on the CPU the client chose for this job, or let them all float."""
+        want = cpu if type(cpu) is int and cpu in limits.allowed_cpus() else None
+        if want == self.cpu:
+            return
+        self.cpu = want
+        self.pinned_ever = True
+        limits.pin_cpu(want)
+        limits.pin_cpu(want, pid=self.spawner_pid)
 
     def fresh_scratch(self) -> str:
         """The slot's scratch path, made afresh; a unique path where what the last job left
@@ -525,6 +539,8 @@ class Supervisor:
             limits.apply_rlimits(pid=c.pid, **rl)
         except (OSError, ValueError):
             msg["limits"] = rl
+        if self.pinned_ever:  # it may have been forked while the spawner kept to another CPU
+            limits.pin_cpu(self.cpu, pid=c.pid)  # still ours: it drops its uid on this message
         return msg
 
     def start_unit(self, lim: dict) -> float:
@@ -595,7 +611,7 @@ class Supervisor:
         self.progress.reset(MAX_TESTS)
         v = self.ensure_verdict(lim)
         v.busy = True
-        self.send_verdict({"op": "job", "spec": spec, "start": start, "stream": self.stream})
+        self.send_verdict({"op": "job", "spec": spec, "start": start, "stream": self.stream, "cpu": self.cpu})
 
     def await_plan(self, deadline: float) -> dict | None:
         """The verdict process's answer to a job (how many tests, or why the tests are bad);

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import codec, framing
+from . import codec, framing, limits
 from .progress import Progress
 
 BUILTIN_NAMES = set(dir(builtins))
@@ -396,10 +396,14 @@ def serve(sock: socket.socket, progress: Progress) -> None:
     while the supervisor loads the candidate in parallel); then comes the go, with the
     candidate's channel and the names its program defined, or the word to skip the job."""
     chan = Channel(sock, progress)
+    cpu: object = "inherited"  # whatever the supervisor had when it forked us: set it on the first job
     while True:
         job = framing.recv_frame(sock)
         if not isinstance(job, dict):
             return
+        if job.get("cpu") != cpu:  # beside the candidate it will call
+            cpu = job.get("cpu")
+            limits.pin_cpu(cpu if type(cpu) is int else None)
         spec = job["spec"]
         try:
             n = len(unit_labels(spec))

@@ -231,6 +231,40 @@ def f(x):
     await run_hack(pool, program)
 
 
+async def test_jobs_keep_to_cpus_of_their_own_and_cannot_move_the_runner(pool):
+    """Jobs in flight up to the CPU count each keep to a CPU no other of them holds, the
+    rest float; a job cannot pin, and so starve, any process but its own (the runner's
+    processes and the verdict process run as other uids)."""
+    program = """
+import os, time
+mine = sorted(os.sched_getaffinity(0))
+moved = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit() and int(pid) != os.getpid():
+        try:
+            os.sched_setaffinity(int(pid), mine)
+            moved.append(int(pid))
+        except OSError:
+            pass
+time.sleep(0.5)  # so that every job of the batch is in flight at once
+print("cpus", mine, "moved", moved)
+"""
+    usable = sorted(os.sched_getaffinity(0))
+    n = min(pool.capacity, len(usable) + 1)
+    outs = await asyncio.gather(*(probe(pool, program) for _ in range(n)))
+    seen = []
+    for out in outs:
+        assert "moved []" in out, out
+        seen.append(eval(out.split("cpus ", 1)[1].split(" moved")[0]))  # a list of ints we printed
+    pinned = [cpus[0] for cpus in seen if len(cpus) == 1]
+    if len(usable) > 1:
+        assert len(pinned) == min(n, len(usable)) and len(set(pinned)) == len(pinned), seen
+        assert all(cpus == usable for cpus in seen if len(cpus) > 1), seen
+    else:
+        assert seen == [usable] * n, seen
+    await assert_still_serves(pool)
+
+
 # ------------------------------------------------------------- reward hacks
 
 

@@ -150,3 +150,19 @@ def test_warm_interpreter_registers_no_costly_fork_handlers():
     )
     out = subprocess.run([sys.executable, "-I", "-c", code, str(root)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_cpu_plan_gives_each_job_a_cpu_of_its_own_then_none():
+    from sandbox.pool import CpuPlan
+
+    plan = CpuPlan([0, 1, 2])
+    taken = [plan.take() for _ in range(4)]
+    assert taken[:3] == [0, 1, 2] and taken[3] is None
+    plan.give(1)
+    plan.give(None)  # an unpinned job gives nothing back
+    assert plan.take() == 1 and plan.take() is None
+    plan.give(0)
+    plan.give(2)
+    assert plan.take() == 0  # the CPU freed first (idle longest) goes first
+    assert CpuPlan([3]).take() is None  # one CPU: nothing to choose, nobody pinned
+    assert CpuPlan([]).take() is None
