@@ -210,8 +210,11 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         if owns_pool:
             from sandbox import make_pool  # noqa: PLC0415
 
-            p = make_pool(kind=settings.sandbox, size=settings.pool_size, pin_cpus=settings.pin_cpus,
-                          **settings.sandbox_options)
+            options = dict(settings.sandbox_options)
+            pin = options.pop("pin_cpus", settings.pin_cpus)
+            if pin is not None and not isinstance(pin, bool):
+                raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
+            p = make_pool(kind=settings.sandbox, size=settings.pool_size, pin_cpus=pin, **options)
             await p.start()
         math_module = load_math_module()
         grader = None
