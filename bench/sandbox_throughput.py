@@ -319,10 +319,12 @@ def report(results: list[Outcome], n: int, corpus_name: str) -> None:
             parts = []
             for b, target in (("docker run", 50.0), (f"subprocess{label}", 2.0)):
                 if b in by:
-                    parts.append(f"{h.rate / by[b].rate:.1f}x {b} (target >= {target:g}x)")
+                    x = h.rate / by[b].rate
+                    parts.append(f"{x:.2f}x {b} (target >= {target:g}x: {'met' if x >= target else 'missed'})")
             floor = f"floor (fork, in-process){label}"
             if floor in by:
-                parts.append(f"{by[floor].rate / h.rate:.2f}x below the {floor} (target <= 2x)")
+                x = by[floor].rate / h.rate
+                parts.append(f"{x:.2f}x below the {floor} (target <= 2x: {'met' if x <= 2 else 'missed'})")
             print(f"c={conc} {host}: " + "; ".join(parts))
 
 
