@@ -218,10 +218,14 @@ def _call(ns: dict, msg: dict) -> dict:
         return {"id": call_id, "ok": False, "exc_type": "TypeError", "message": f"return value: {exc}"}
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, reported by name only
         return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc)}
-    try:
-        after = codec.encode(args)
-        if after != msg["args"]:
-            reply["args_after"] = after
-    except BaseException:  # noqa: BLE001
-        pass
+    if any(type(a) not in _SCALARS for a in args):  # only a container can be changed in place
+        try:
+            after = codec.encode(args)
+            if after != msg["args"]:
+                reply["args_after"] = after
+        except BaseException:  # noqa: BLE001
+            pass
     return reply
+
+
+_SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})

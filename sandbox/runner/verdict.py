@@ -118,11 +118,14 @@ def _exception(name: str, message: str) -> BaseException:
     return RuntimeError(f"{name}: {message}")
 
 
+_NO_KWARGS = codec.encode({})
+
+
 def make_proxy(chan: Channel, name: str):
     def proxy(*args: Any, **kwargs: Any) -> Any:
         try:
             enc_args = codec.encode(list(args))
-            enc_kwargs = codec.encode(dict(kwargs))
+            enc_kwargs = codec.encode(dict(kwargs)) if kwargs else _NO_KWARGS
         except codec.Unencodable as exc:
             raise TypeError(f"argument for {name} cannot be sent to the candidate: {exc}") from None
         reply = chan.call(name, enc_args, enc_kwargs)

@@ -110,9 +110,12 @@ async def test_call_kind_with_functions_and_solution_class(pool):
 
 
 async def test_in_place_mutation_is_seen_by_the_tests(pool):
-    r = await pool.run(job("def sort_in_place(xs):\n    xs.sort()\n",
-                           {"kind": "assert", "asserts": ["a = [3, 1, 2]\nsort_in_place(a)\nassert a == [1, 2, 3]"]}))
-    assert r.passed == 1, r
+    program = "def sort_in_place(xs):\n    xs.sort()\ndef push(x, xs, d):\n    xs.append(x)\n    d[x] = 1\n"
+    r = await pool.run(job(program, {"kind": "assert", "asserts": [
+        "a = [3, 1, 2]\nsort_in_place(a)\nassert a == [1, 2, 3]",
+        "a, d = [], {}\npush(7, a, d)\nassert a == [7] and d == {7: 1}",  # scalars beside the containers
+    ]}))
+    assert r.passed == 2, r
 
 
 async def test_candidate_exceptions_keep_their_builtin_type(pool):
