@@ -152,17 +152,21 @@ def test_warm_interpreter_registers_no_costly_fork_handlers():
     assert out.stdout.strip() == "[]", out.stdout
 
 
-def test_cpu_plan_gives_each_job_a_cpu_of_its_own_then_none():
+def test_cpu_plan_pins_while_jobs_fit_the_cpus_each_to_its_own():
     from sandbox.pool import CpuPlan
 
     plan = CpuPlan([0, 1, 2])
     taken = [plan.take() for _ in range(4)]
-    assert taken[:3] == [0, 1, 2] and taken[3] is None
+    assert taken == [0, 1, 2, None]  # the fourth job finds more jobs than CPUs
     plan.give(1)
-    plan.give(None)  # an unpinned job gives nothing back
-    assert plan.take() == 1 and plan.take() is None
+    assert plan.take() is None  # still four jobs in flight: the new one is not pinned either
+    plan.give(None)
+    plan.give(None)
+    assert plan.take(prefer=2) == 1  # two in flight again; 2 is held, 1 is free
     plan.give(0)
     plan.give(2)
-    assert plan.take() == 0  # the CPU freed first (idle longest) goes first
+    plan.give(1)
+    assert plan.jobs == 0 and plan.take(prefer=2) == 2  # where the connection already is
+    assert plan.take() == 0  # then the CPU freed first (idle longest)
     assert CpuPlan([3]).take() is None  # one CPU: nothing to choose, nobody pinned
     assert CpuPlan([]).take() is None
