@@ -32,6 +32,7 @@ from sandbox.jobs import (
     TestResult,
 )
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
+from sandbox.runner.limits import allowed_cpus
 
 log = logging.getLogger("sandbox.pool")
 
@@ -117,7 +118,7 @@ class SandboxPool:
         self.restarts = 0
         self.jobs_total = 0
         self.infra_errors = 0
-        self.cpus = CpuPlan(_usable_cpus() if pin_cpus else [])
+        self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -277,7 +278,8 @@ class SandboxPool:
             try:
                 conn = await self._connect(r)
                 taken, cpu = True, self.cpus.take(conn.cpu)
-                conn.cpu = cpu if cpu is not None else conn.cpu
+                if cpu is not None:
+                    conn.cpu = cpu
                 try:
                     sent = msg if cpu is None else {**msg, "cpu": cpu}
                     final = await _within(self._talk(conn, sent, on_event), budget_s)
@@ -441,8 +443,8 @@ class CpuPlan:
     each its own set (`taskset`, a container's cpuset) or turn pinning off."""
 
     def __init__(self, cpus: list[int]) -> None:
-        self.cpus = len(cpus) if len(cpus) > 1 else 0  # one CPU: nothing to choose
-        self.free = list(cpus) if self.cpus else []
+        self.n_cpus = len(cpus) if len(cpus) > 1 else 0  # one CPU: nothing to choose
+        self.free = list(cpus) if self.n_cpus else []
         self.jobs = 0  # in flight, pinned or not
 
     def take(self, prefer: int | None = None) -> int | None:
@@ -450,7 +452,7 @@ class CpuPlan:
         when it is free, else the CPU free longest; None when the pool has more jobs than
         CPUs (or every CPU is held). Each take is matched by one give."""
         self.jobs += 1
-        if self.jobs > self.cpus or not self.free:
+        if self.jobs > self.n_cpus or not self.free:
             return None
         if prefer is not None and prefer in self.free:
             self.free.remove(prefer)
@@ -461,13 +463,6 @@ class CpuPlan:
         self.jobs -= 1
         if cpu is not None:
             self.free.append(cpu)  # to the back: the next job takes the CPU idle longest
-
-
-def _usable_cpus() -> list[int]:
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return []
 
 
 async def _within(coro: Any, seconds: float) -> Any:

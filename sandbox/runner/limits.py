@@ -74,7 +74,8 @@ _ALL_CPUS: frozenset[int] | None = None
 
 
 def allowed_cpus() -> frozenset[int]:
-    """The CPUs this runner may use (read once, when the runner starts)."""
+    """The CPUs this process may use, read once (the runner reads it before any job pins a
+    process; the pool when it is made)."""
     global _ALL_CPUS
     if _ALL_CPUS is None:
         try:
@@ -85,11 +86,9 @@ def allowed_cpus() -> frozenset[int]:
 
 
 def pin_cpu(cpu: int | None, pid: int = 0) -> bool:
-    """Keep `pid` (0: this process) on one CPU, or on all of ours again when `cpu` is None.
-    A job's processes hand work to each other a few dozen times per job; on one CPU each
-    handoff is a local switch instead of waking an idle CPU (an inter-processor interrupt,
-    and on virtual machines an exit to the hypervisor). False when it could not be done
-    (a CPU we may not use, or no permission: the process then runs unpinned)."""
+    """Keep `pid` (0: this process) on one CPU, or on all of ours again when `cpu` is None
+    (why: `sandbox.pool.CpuPlan`). False when it could not be done (a CPU we may not use,
+    or no permission: the process then runs unpinned)."""
     cpus = allowed_cpus()
     if not cpus:
         return False
