@@ -159,37 +159,40 @@ def _write_back(originals: tuple, updated: list) -> None:
             pass
 
 
-class _Names(ast.NodeVisitor):
-    def __init__(self) -> None:
-        self.loaded: set[str] = set()
-        self.bound: set[str] = set()
-
-    def visit_Name(self, node: ast.Name) -> None:
-        (self.loaded if isinstance(node.ctx, ast.Load) else self.bound).add(node.id)
-
-    def _def(self, node) -> None:
-        self.bound.add(node.name)
-        self.generic_visit(node)
-
-    visit_FunctionDef = visit_AsyncFunctionDef = visit_ClassDef = _def
-
-    def visit_arg(self, node: ast.arg) -> None:
-        self.bound.add(node.arg)
-
-    def visit_alias(self, node: ast.alias) -> None:
-        self.bound.add((node.asname or node.name).split(".")[0])
-
-    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
-        if node.name:
-            self.bound.add(node.name)
-        self.generic_visit(node)
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 def _raw_free(*trees: ast.AST) -> frozenset[str]:
-    v = _Names()
-    for t in trees:
-        v.visit(t)
-    return frozenset(v.loaded - v.bound)
+    """Names loaded but bound nowhere, scopes ignored. A walk of our own: ast.NodeVisitor
+    dispatches through getattr and a generator per node, and took a third of compiling a
+    HumanEval check. As before, an argument's annotation and an alias are not looked into."""
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    stack: list = list(trees)
+    pop, push, AST, Name, Load = stack.pop, stack.append, ast.AST, ast.Name, ast.Load
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is Name:
+            (loaded if type(node.ctx) is Load else bound).add(node.id)
+            continue
+        if kind is ast.arg:
+            bound.add(node.arg)
+            continue
+        if kind is ast.alias:
+            bound.add((node.asname or node.name).split(".")[0])
+            continue
+        if kind in _DEFS or (kind is ast.ExceptHandler and node.name):
+            bound.add(node.name)
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, AST):
+                        push(item)
+            elif isinstance(value, AST):
+                push(value)
+    return frozenset(loaded - bound)
 
 
 def _filter_free(raw: frozenset[str], defined: frozenset[str]) -> set[str]:
@@ -260,7 +263,9 @@ def _compile_check(spec: dict) -> Compiled:
         if shape:
             units = []
             for i, (_label_text, setup, stmt, param) in enumerate(shape):
-                mod = ast.fix_missing_locations(ast.Module(body=setup + [stmt], type_ignores=[]))
+                # every statement keeps its parsed location: no fix_missing_locations (a
+                # walk of the whole unit that cost as much as compiling it)
+                mod = ast.Module(body=setup + [stmt], type_ignores=[])
                 units.append((compile(mod, f"<check assert {i}>", "exec"), param))
             return Compiled(raw, [label for label, *_ in shape], module=module, units=units)
     return Compiled(raw, ["check(candidate)"], module=module)

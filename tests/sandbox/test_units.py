@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import math
 
 import pytest
 
 from sandbox.runner import codec, framing
 from sandbox.runner.compare import stdout_matches
-from sandbox.runner.verdict import unit_labels
+from sandbox.runner.verdict import free_names, unit_labels
 
 
 @pytest.mark.parametrize(
@@ -132,6 +133,35 @@ def test_non_flat_check_is_one_test():
 def test_labels_for_lists_and_calls():
     assert len(unit_labels({"kind": "assert", "asserts": ["assert f(1)", "assert f(2)"]})) == 2
     assert unit_labels({"kind": "call", "fn_name": "f", "cases": [{}, {}, {}]}) == ["case 0", "case 1", "case 2"]
+
+
+FREE_NAMES_SOURCE = """
+import os.path as p, json
+from collections import Counter as C
+def helper(a: Hint, *rest, key=None, **kw):
+    local = a + len(rest)
+    return [x for x in local if unknown_in_comp(x)]
+class Box(Base):
+    pass
+try:
+    risky()
+except ValueError as err:
+    print(err, missing)
+assert candidate(sum(xs)) == helper(Box, p, json, C)
+sorted = 3
+"""
+
+
+def test_free_names_are_the_candidates_plus_builtins_it_redefines():
+    # what the tests use and bind nowhere goes to the candidate; builtins stay ours unless
+    # the program defines them (then the tests see the program's `sum`)
+    tree = ast.parse(FREE_NAMES_SOURCE)
+    free = {"Base", "unknown_in_comp", "risky", "missing", "candidate", "xs"}
+    assert free_names(tree) == free
+    assert free_names(tree, defined=frozenset({"sum", "len"})) == free | {"sum", "len"}
+    # bound anywhere counts as bound (`sorted = 3` after no use; `x` in the comprehension)
+    assert "sorted" not in free_names(tree, defined=frozenset({"sorted"}))
+    assert free_names(ast.parse("y = 1"), ast.parse("assert f(y)")) == {"f"}
 
 
 def test_warm_interpreter_registers_no_costly_fork_handlers():
