@@ -164,8 +164,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 def _raw_free(*trees: ast.AST) -> frozenset[str]:
     """Names loaded but bound nowhere, scopes ignored. A walk of our own: ast.NodeVisitor
-    dispatches through getattr and a generator per node, and took a third of compiling a
-    HumanEval check. As before, an argument's annotation and an alias are not looked into."""
+    dispatches through getattr and a generator per node, and took a fifth of compiling a
+    HumanEval check (0.12 of 0.64 ms; this loop 0.04). As before, an argument's annotation and an alias are not looked into."""
     loaded: set[str] = set()
     bound: set[str] = set()
     stack: list = list(trees)
