@@ -10,9 +10,24 @@ from typing import Any
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 64 << 20
-# made once: json.dumps with any non-default option builds a new encoder per call, and every
-# job sends a dozen frames (more with calls) through each of three processes
-_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+# made once: json.dumps (and JSONEncoder.encode) builds a new C encoder per call, half the
+# cost of a small frame, and every job sends a dozen frames (more with calls) through each
+# of three processes. No circular-reference markers: every frame is a tree we build.
+_encoder_options = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def _make_encode() -> Any:
+    c_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+    if c_make_encoder is None:  # no C accelerator: the library's own path
+        return _encoder_options.encode
+    o = _encoder_options
+    chunks = c_make_encoder(None, o.default, json.encoder.encode_basestring, None, o.key_separator,
+                            o.item_separator, False, False, True)
+    join = "".join
+    return lambda obj: join(chunks(obj, 0))
+
+
+_encode = _make_encode()
 _raw_decode = json.JSONDecoder().raw_decode
 
 
@@ -58,6 +73,37 @@ def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
     return _decode(body)
 
 
+_ANSWER_READ = 8192
+
+
+def recv_answer(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
+    """One frame from a peer that only ever answers what it was just asked (a call to the
+    candidate and its reply): one `recv` for header and body in the common case, not two.
+    With nothing outstanding, bytes past the frame can only be a broken or hostile peer."""
+    _blocking(sock)
+    data = sock.recv(_ANSWER_READ)
+    if not data:
+        return None
+    if len(data) < HEADER.size:
+        data += _recv_rest(sock, HEADER.size - len(data))
+    (size,) = HEADER.unpack_from(data)
+    if size > limit:
+        raise FrameError(f"frame of {size} bytes exceeds {limit}")
+    end = HEADER.size + size
+    if len(data) < end:
+        data += _recv_rest(sock, end - len(data))
+    elif len(data) > end:
+        raise FrameError("bad frame: data after an answer")
+    return _decode(memoryview(data)[HEADER.size :])
+
+
+def _recv_rest(sock: socket.socket, n: int) -> bytes:
+    rest = _recv_exact(sock, n)
+    if rest is None:
+        raise FrameError("connection closed inside a frame")
+    return rest
+
+
 def _blocking(sock: socket.socket) -> None:
     # setblocking costs two fcntl calls even when nothing changes; most sockets here stay
     # blocking, and a frame is sent or read per call a test makes
@@ -65,9 +111,9 @@ def _blocking(sock: socket.socket) -> None:
         sock.setblocking(True)
 
 
-def _decode(body: bytes) -> Any:
+def _decode(body: bytes | memoryview) -> Any:
     try:
-        text = body.decode("utf-8", "surrogatepass")
+        text = str(body, "utf-8", "surrogatepass")
         obj, end = _raw_decode(text)  # our frames carry no whitespace around the value
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise FrameError(f"bad frame: {exc}") from None

@@ -57,7 +57,7 @@ class Channel:
         try:
             framing.send_frame(self.cand, {"op": "call", "id": self.call_id, "name": name, "args": args,
                                            "kwargs": kwargs})
-            reply = framing.recv_frame(self.cand)
+            reply = framing.recv_answer(self.cand)
         except framing.FrameError:
             reply, why = None, "protocol"
         except OSError:

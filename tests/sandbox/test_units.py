@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import json
 import math
+import socket
+import threading
 
 import pytest
 
@@ -85,6 +88,39 @@ def test_frame_reader_handles_split_and_joined_frames():
     assert r.feed(data[3:]) == [{"a": 1}, [2, 3]]
     with pytest.raises(framing.FrameError):
         framing.FrameReader(limit=10).feed(framing.encode_frame("x" * 100))
+
+
+def test_frames_encode_as_the_json_library_does():
+    value = {"a": [1, 2.5, float("nan"), float("-inf"), "é\ud800", None, True], "b": {"c": []}, 3: "x"}
+    reference = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode(value)
+    assert framing.encode_frame(value) == framing.HEADER.pack(len(reference.encode("utf-8", "surrogatepass"))) + \
+        reference.encode("utf-8", "surrogatepass")
+    sent, got = socket.socketpair()
+    with sent, got:
+        framing.send_frame(sent, value)
+        back = framing.recv_frame(got)
+    assert back["a"][4] == "é\ud800" and back["b"] == {"c": []} and back["3"] == "x"
+
+
+def test_an_answer_is_read_whole_and_nothing_may_follow_it():
+    sent, got = socket.socketpair()
+    with sent, got:
+        frame = framing.encode_frame({"id": 1, "value": "x" * 20_000})  # more than one read
+        sent.sendall(frame[:2])  # even the header split
+        reader = threading.Timer(0.05, lambda: sent.sendall(frame[2:]))
+        reader.start()
+        assert framing.recv_answer(got) == {"id": 1, "value": "x" * 20_000}
+        reader.join()
+        sent.sendall(framing.encode_frame({"id": 2}) + framing.encode_frame({"id": 3}))
+        with pytest.raises(framing.FrameError, match="after an answer"):
+            framing.recv_answer(got)
+        sent.sendall(framing.encode_frame("x" * 100))
+        with pytest.raises(framing.FrameError, match="exceeds"):
+            framing.recv_answer(got, limit=10)
+    a, b = socket.socketpair()
+    a.close()
+    with b:
+        assert framing.recv_answer(b) is None  # the peer hung up between answers
 
 
 @pytest.mark.parametrize(
