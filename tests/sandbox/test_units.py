@@ -62,6 +62,42 @@ def test_codec_refuses_self_reference_and_giant_ints():
         codec.encode(10**5000)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [[], [1, 2, -3], ["a", "b"], [True, None, "x"], [1.5, -0.0], (1, 2), ([1, 2], ("a",)), [1, True], [1, 2.5],
+     [1, "a"], [float("inf"), 1.0], [2**4095, -(2**4095)]],
+)
+def test_codec_flat_lists_round_trip_as_fresh_exact_values(value):
+    enc = codec.encode(value)
+    back = codec.decode(enc)
+    assert back == value or (value and value[0] != value[0])
+    assert [type(v) for v in back] == [type(v) for v in value]
+    if type(value) is list:
+        assert back is not value and back is not enc
+
+
+@pytest.mark.parametrize("value", [[1, SneakyInt(2)], (SneakyStr("a"),), [2**4096], [-(2**4096), 1], ["a", AlwaysEqual()]])
+def test_codec_flat_lists_refuse_what_the_walk_refuses(value):
+    with pytest.raises(codec.Unencodable):
+        codec.encode(value)
+
+
+def test_codec_counts_flat_lists_against_the_size_budget(monkeypatch):
+    monkeypatch.setattr(codec, "MAX_ITEMS", 10)
+    codec.encode(list(range(9)))
+    with pytest.raises(codec.Unencodable):
+        codec.encode(list(range(10)))
+    with pytest.raises(codec.Unencodable):
+        codec.encode([["a"] * 5, ["b"] * 5])
+
+
+def test_decoded_lists_are_copies_of_the_frame():
+    frame = {"args": [[1, 2, 3], ["x"]]}
+    args = codec.decode(frame["args"])
+    args[0].append(4)
+    assert frame["args"] == [[1, 2, 3], ["x"]]
+
+
 def test_decode_rejects_unknown_tags():
     with pytest.raises(ValueError):
         codec.decode({"$x": 1})
