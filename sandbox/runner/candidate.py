@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins
 import gc
 import io
+import marshal
 import os
 import socket
 import sys
@@ -212,13 +213,16 @@ def _call(ns: dict, msg: dict) -> dict:
         args = codec.decode(msg["args"])
         kwargs = codec.decode(msg["kwargs"])
         fn = _resolve(ns, msg["name"])
+        # only a container can be changed in place; a snapshot says cheaply whether one was
+        mutable = any(type(a) not in _SCALARS for a in args)
+        before = _snapshot(args) if mutable else None
         value = fn(*args, **kwargs)
         reply = {"id": call_id, "ok": True, "value": codec.encode(value)}
     except codec.Unencodable as exc:
         return {"id": call_id, "ok": False, "exc_type": "TypeError", "message": f"return value: {exc}"}
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, reported by name only
         return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc)}
-    if any(type(a) not in _SCALARS for a in args):  # only a container can be changed in place
+    if mutable and (before is None or _snapshot(args) != before):
         try:
             after = codec.encode(args)
             if after != msg["args"]:
@@ -226,6 +230,16 @@ def _call(ns: dict, msg: dict) -> dict:
         except BaseException:  # noqa: BLE001
             pass
     return reply
+
+
+def _snapshot(args: list) -> bytes | None:
+    """The arguments' bytes in marshal's form (C, exact builtin types only, ~10x faster than
+    encoding them again); None when it cannot say, and the full comparison decides. Made and
+    compared only here, in the candidate's own process: nothing trusted ever reads it."""
+    try:
+        return marshal.dumps(args)
+    except BaseException:  # noqa: BLE001 - the candidate's own objects, or too deep
+        return None
 
 
 _SCALARS = frozenset({int, float, str, bool, type(None), bytes, complex})

@@ -110,12 +110,16 @@ async def test_call_kind_with_functions_and_solution_class(pool):
 
 
 async def test_in_place_mutation_is_seen_by_the_tests(pool):
-    program = "def sort_in_place(xs):\n    xs.sort()\ndef push(x, xs, d):\n    xs.append(x)\n    d[x] = 1\n"
+    program = ("def sort_in_place(xs):\n    xs.sort()\ndef push(x, xs, d):\n    xs.append(x)\n    d[x] = 1\n"
+               "def nest(xs):\n    xs[0].append(9)\ndef same(xs):\n    xs[:] = list(xs)\n    return len(xs)\n")
     r = await pool.run(job(program, {"kind": "assert", "asserts": [
         "a = [3, 1, 2]\nsort_in_place(a)\nassert a == [1, 2, 3]",
         "a, d = [], {}\npush(7, a, d)\nassert a == [7] and d == {7: 1}",  # scalars beside the containers
+        "a = [[1], [2]]\nnest(a)\nassert a == [[1, 9], [2]]",  # a change below the top level
+        "a = [0.5, 0.25]\nsort_in_place(a)\nassert a == [0.25, 0.5]",
+        "a = [1, 2]\nassert same(a) == 2 and a == [1, 2]",  # rewritten, unchanged
     ]}))
-    assert r.passed == 2, r
+    assert r.passed == 5, r
 
 
 async def test_candidate_exceptions_keep_their_builtin_type(pool):
