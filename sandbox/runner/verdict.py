@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import importlib
 import os
 import socket
@@ -162,28 +163,18 @@ def _write_back(originals: tuple, updated: list) -> None:
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def _raw_free(*trees: ast.AST) -> frozenset[str]:
-    """Names loaded but bound nowhere, scopes ignored. A walk of our own: ast.NodeVisitor
-    dispatches through getattr and a generator per node, and took a fifth of compiling a
-    HumanEval check (0.12 of 0.64 ms; this loop 0.04). As before, an argument's annotation and an alias are not looked into."""
-    loaded: set[str] = set()
-    bound: set[str] = set()
+def _nodes(*trees: ast.AST, leaves: frozenset = frozenset({ast.Name})) -> list:
+    """Every node of the trees, not looking below a node whose type is a leaf. A loop of our
+    own: ast.walk and ast.NodeVisitor go through a generator or a getattr dispatch per node
+    and cost ~3x as much (a fifth of compiling a HumanEval check)."""
+    out: list = []
     stack: list = list(trees)
-    pop, push, AST, Name, Load = stack.pop, stack.append, ast.AST, ast.Name, ast.Load
+    pop, push, keep, AST = stack.pop, stack.append, out.append, ast.AST
     while stack:
         node = pop()
-        kind = type(node)
-        if kind is Name:
-            (loaded if type(node.ctx) is Load else bound).add(node.id)
+        keep(node)
+        if type(node) in leaves:
             continue
-        if kind is ast.arg:
-            bound.add(node.arg)
-            continue
-        if kind is ast.alias:
-            bound.add((node.asname or node.name).split(".")[0])
-            continue
-        if kind in _DEFS or (kind is ast.ExceptHandler and node.name):
-            bound.add(node.name)
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, list):
@@ -192,7 +183,33 @@ def _raw_free(*trees: ast.AST) -> frozenset[str]:
                         push(item)
             elif isinstance(value, AST):
                 push(value)
+    return out
+
+
+_BINDING_LEAVES = frozenset({ast.Name, ast.arg, ast.alias})
+
+
+def _raw_free(*trees: ast.AST) -> frozenset[str]:
+    """Names loaded but bound nowhere, scopes ignored. An argument's annotation and an alias
+    are not looked into."""
+    loaded: set[str] = set()
+    bound: set[str] = set()
+    Name, Load = ast.Name, ast.Load
+    for node in _nodes(*trees, leaves=_BINDING_LEAVES):
+        kind = type(node)
+        if kind is Name:
+            (loaded if type(node.ctx) is Load else bound).add(node.id)
+        elif kind is ast.arg:
+            bound.add(node.arg)
+        elif kind is ast.alias:
+            bound.add((node.asname or node.name).split(".")[0])
+        elif kind in _DEFS or (kind is ast.ExceptHandler and node.name):
+            bound.add(node.name)
     return frozenset(loaded - bound)
+
+
+def _name_ids(tree: ast.AST) -> set[str]:
+    return {node.id for node in _nodes(tree) if type(node) is ast.Name}
 
 
 def _filter_free(raw: frozenset[str], defined: frozenset[str]) -> set[str]:
@@ -216,7 +233,7 @@ class Compiled:
         self.labels = labels
         self.module = module  # check(): the whole test module
         self.setup = setup  # assert list: the setup code, if any
-        self.units = units  # code objects (assert list) or (code, param) pairs (split check)
+        self.units = units  # code objects (assert list) or the module's unit function names (split check)
 
 
 _COMPILED: dict[tuple, Compiled] = {}
@@ -256,19 +273,42 @@ def _compile_list(spec: dict) -> Compiled:
 def _compile_check(spec: dict) -> Compiled:
     tree = ast.parse(spec["test"])
     raw = _raw_free(tree)
-    module = compile(tree, "<test>", "exec")
     if spec.get("split_asserts", True):
         # the shape must not depend on the candidate: the same tests whatever it defines
         shape = _split_shape(spec["test"], tree, _filter_free(raw, frozenset()) | {spec["entry_point"]})
         if shape:
-            units = []
-            for i, (_label_text, setup, stmt, param) in enumerate(shape):
-                # every statement keeps its parsed location: no fix_missing_locations (a
-                # walk of the whole unit that cost as much as compiling it)
-                mod = ast.Module(body=setup + [stmt], type_ignores=[])
-                units.append((compile(mod, f"<check assert {i}>", "exec"), param))
-            return Compiled(raw, [label for label, *_ in shape], module=module, units=units)
-    return Compiled(raw, ["check(candidate)"], module=module)
+            module = compile(_with_unit_functions(tree, shape), "<test>", "exec")
+            return Compiled(raw, [label for label, *_ in shape], module=module,
+                            units=[_unit_name(i) for i in range(len(shape))])
+    return Compiled(raw, ["check(candidate)"], module=compile(tree, "<test>", "exec"))
+
+
+def _unit_name(i: int) -> str:
+    return f"<check assert {i}>"  # not an identifier: no test code can name or replace it
+
+
+def _with_unit_functions(tree: ast.Module, shape: list) -> ast.Module:
+    """The test module, one compile for all: each assert becomes a function of its own,
+    `def <check assert i>(candidate): <setup>; <assert>`, i.e. check() holding that assert
+    alone, so it runs with check's own scoping. check() itself keeps an empty body when
+    nothing but its definition refers to it: its asserts are compiled once, in the units.
+    Every statement keeps its parsed location (no fix_missing_locations: a walk of the
+    whole tree that cost as much as compiling it)."""
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    others = [n for n in tree.body if n is not fn]
+    body = list(tree.body)
+    if not fn.decorator_list and "check" not in _raw_free(*others):
+        stub = ast.Pass(lineno=fn.lineno, col_offset=fn.col_offset, end_lineno=fn.lineno,
+                        end_col_offset=fn.col_offset)
+        body[body.index(fn)] = ast.FunctionDef(
+            name="check", args=fn.args, body=[stub], decorator_list=[], returns=None, type_comment=None,
+            lineno=fn.lineno, col_offset=fn.col_offset, end_lineno=fn.end_lineno, end_col_offset=fn.end_col_offset)
+    for i, (_label_text, setup, stmt, _param) in enumerate(shape):
+        body.append(ast.FunctionDef(
+            name=_unit_name(i), args=fn.args, body=setup + [stmt], decorator_list=[], returns=None,
+            type_comment=None, lineno=stmt.lineno, col_offset=stmt.col_offset, end_lineno=stmt.end_lineno,
+            end_col_offset=stmt.end_col_offset))
+    return ast.Module(body=body, type_ignores=[])
 
 
 def bind_free_names(chan: Channel, names: set[str], ns: dict, defined: frozenset[str] = frozenset()) -> None:
@@ -304,15 +344,7 @@ def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
         raise ValueError("the test code defines no check(candidate) function")
     if not c.units:
         return [lambda: check(candidate)]
-    units = []
-    for code, param in c.units:
-        def run(code=code, param=param) -> None:
-            local_ns = dict(ns)
-            local_ns[param] = candidate
-            exec(code, local_ns)
-
-        units.append(run)
-    return units
+    return [functools.partial(ns[name], candidate) for name in c.units]
 
 
 def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | None:
@@ -337,7 +369,7 @@ def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | 
         return None
     uses = cand_names | {param}
     # an assert that never touches the candidate (`assert True`) tests nothing
-    relevant = [a for a in asserts if any(isinstance(n, ast.Name) and n.id in uses for n in ast.walk(a))]
+    relevant = [a for a in asserts if not uses.isdisjoint(_name_ids(a))]
     if not relevant:
         return None
     lines = source.splitlines()

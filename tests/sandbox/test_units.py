@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import json
 import math
 import socket
@@ -10,7 +11,7 @@ import threading
 
 import pytest
 
-from sandbox.runner import codec, framing
+from sandbox.runner import codec, framing, verdict
 from sandbox.runner.compare import stdout_matches
 from sandbox.runner.verdict import free_names, unit_labels
 
@@ -192,6 +193,47 @@ def check(candidate):
 def test_flat_check_splits_into_one_test_per_candidate_assert():
     labels = unit_labels({"kind": "assert", "test": HUMANEVAL_STYLE, "entry_point": "f"})
     assert labels == ["assert candidate(1) == 2", "assert math.isclose(candidate(2), 3)"]
+
+
+def _run_split(test: str, candidate) -> list[str]:
+    """A split check's units run against a plain function: each unit's outcome."""
+    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "f"})
+    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
+    exec(c.module, ns)
+    outcomes = []
+    for name in c.units:
+        try:
+            ns[name](candidate)
+            outcomes.append("passed")
+        except AssertionError:
+            outcomes.append("failed")
+    return outcomes
+
+
+def test_split_asserts_run_with_checks_own_scoping():
+    test = (
+        "K = 10\n"
+        "def check(candidate):\n"
+        "    base = [1, 2, 3]\n"
+        "    import math as m\n"
+        "    assert [candidate(x) for x in base] == [x + 1 for x in base]\n"
+        "    assert all(candidate(x) - x == 1 for x in range(K))\n"
+        "    assert (y := candidate(1)) == 2 and y == 2\n"
+        "    assert m.isclose(candidate(0.5), 1.5)\n"
+        "    assert candidate(base[0]) == 3\n"
+    )
+    assert _run_split(test, lambda x: x + 1) == ["passed"] * 4 + ["failed"]
+    assert _run_split(test, lambda x: x) == ["failed"] * 5
+
+
+def test_split_keeps_a_check_that_the_module_itself_calls():
+    test = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n"
+            "RESULT = []\ntry:\n    check(lambda x: x + 1)\n    RESULT.append('ran')\nexcept AssertionError:\n    pass\n")
+    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "f"})
+    ns: dict = {"__builtins__": builtins}
+    exec(c.module, ns)
+    assert ns["RESULT"] == ["ran"] and len(c.units) == 2
+    assert _run_split(test, lambda x: x + 1) == ["passed", "passed"]
 
 
 def test_non_flat_check_is_one_test():
