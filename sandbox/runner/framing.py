@@ -47,8 +47,18 @@ def send_frame(sock: socket.socket, obj: Any, timeout: float | None = None) -> N
         _blocking(sock)
         sock.sendall(data)
         return
-    deadline = time.monotonic() + timeout
     view = memoryview(data)
+    if sock.gettimeout() == 0.0:
+        # a non-blocking socket (one an event loop watches): a frame nearly always fits the
+        # socket's buffer, so try it whole first, without the poll and the two mode switches
+        # that a timeout costs
+        try:
+            view = view[sock.send(view) :]
+        except BlockingIOError:
+            pass
+        if not view:
+            return
+    deadline = time.monotonic() + timeout
     while view:
         left = deadline - time.monotonic()
         if left <= 0:

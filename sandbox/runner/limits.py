@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -37,6 +38,7 @@ def set_process_name(name: str) -> None:
         os.close(fd)
 
 
+@functools.cache  # asked several times per job; a process's euid does not change under us
 def can_switch_uid() -> bool:
     """True when we may drop children to other uids (root, or CAP_SETUID in a container)."""
     return os.geteuid() == 0

@@ -93,6 +93,12 @@ class _Watch:
         return out
 
 
+def _nonblocking(sock: socket.socket) -> None:
+    """Back to what the event loop needs, without the ioctl when it is so already."""
+    if sock.gettimeout() != 0.0:
+        sock.setblocking(False)
+
+
 class Supervisor:
     def __init__(self, conn: socket.socket, slot: int, cfg: dict) -> None:
         self.conn = conn
@@ -324,11 +330,11 @@ class Supervisor:
     def send_candidate(self, c: Candidate, obj: dict) -> bool:
         try:
             framing.send_frame(c.ctrl, obj, timeout=GRACE_S)
-            c.ctrl.setblocking(False)
             return True
         except (OSError, TimeoutError):
-            c.ctrl.setblocking(False)
             return False
+        finally:
+            _nonblocking(c.ctrl)
 
     def wait_frame(self, c: Candidate, deadline: float) -> dict | None:
         """Next frame from the candidate, or None when it died, hung or broke a limit."""
@@ -432,17 +438,26 @@ class Supervisor:
         v = self.v
         if not v or v.eof:
             return
-        try:
-            v.sock.setblocking(True)
-            v.sock.settimeout(GRACE_S)
+
+        def send() -> int:
             if c is not None:
-                socket.send_fds(v.sock, [b"C"], [c.ctrl.fileno()])
-            else:
-                v.sock.send(b"N")
+                return socket.send_fds(v.sock, [b"C"], [c.ctrl.fileno()])
+            return v.sock.send(b"N")
+
+        try:
+            sent = 0
+            if v.sock.gettimeout() == 0.0:  # one byte nearly always fits: no poll, no mode switch
+                try:
+                    sent = send()
+                except BlockingIOError:
+                    pass
+            if not sent:
+                v.sock.settimeout(GRACE_S)
+                send()
         except OSError:
             v.eof = True
         finally:
-            v.sock.setblocking(False)
+            _nonblocking(v.sock)
 
     def send_verdict(self, obj: dict) -> None:
         v = self.v
@@ -453,7 +468,7 @@ class Supervisor:
         except (OSError, TimeoutError):
             v.eof = True
         finally:
-            v.sock.setblocking(False)
+            _nonblocking(v.sock)
 
     # ------------------------------------------------------------------- jobs
     def run_job(self, msg: dict) -> None:
