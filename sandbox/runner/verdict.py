@@ -17,7 +17,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import codec, framing, limits
 from .progress import Progress
@@ -275,11 +275,11 @@ def _compile_check(spec: dict) -> Compiled:
     raw = _raw_free(tree)
     if spec.get("split_asserts", True):
         # the shape must not depend on the candidate: the same tests whatever it defines
-        shape = _split_shape(spec["test"], tree, _filter_free(raw, frozenset()) | {spec["entry_point"]})
-        if shape:
-            module = compile(_with_unit_functions(tree, shape), "<test>", "exec")
-            return Compiled(raw, [label for label, *_ in shape], module=module,
-                            units=[_unit_name(i) for i in range(len(shape))])
+        split = _split_shape(spec["test"], tree, _filter_free(raw, frozenset()) | {spec["entry_point"]})
+        if split:
+            module = compile(_with_unit_functions(tree, split), "<test>", "exec")
+            return Compiled(raw, split.labels, module=module,
+                            units=[_unit_name(i) for i in range(len(split.asserts))])
     return Compiled(raw, ["check(candidate)"], module=compile(tree, "<test>", "exec"))
 
 
@@ -287,14 +287,14 @@ def _unit_name(i: int) -> str:
     return f"<check assert {i}>"  # not an identifier: no test code can name or replace it
 
 
-def _with_unit_functions(tree: ast.Module, shape: list) -> ast.Module:
+def _with_unit_functions(tree: ast.Module, split: _Split) -> ast.Module:
     """The test module, one compile for all: each assert becomes a function of its own,
     `def <check assert i>(candidate): <setup>; <assert>`, i.e. check() holding that assert
     alone, so it runs with check's own scoping. check() itself keeps an empty body when
     nothing but its definition refers to it: its asserts are compiled once, in the units.
     Every statement keeps its parsed location (no fix_missing_locations: a walk of the
     whole tree that cost as much as compiling it)."""
-    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    fn = split.check
     others = [n for n in tree.body if n is not fn]
     body = list(tree.body)
     if not fn.decorator_list and "check" not in _raw_free(*others):
@@ -303,9 +303,9 @@ def _with_unit_functions(tree: ast.Module, shape: list) -> ast.Module:
         body[body.index(fn)] = ast.FunctionDef(
             name="check", args=fn.args, body=[stub], decorator_list=[], returns=None, type_comment=None,
             lineno=fn.lineno, col_offset=fn.col_offset, end_lineno=fn.end_lineno, end_col_offset=fn.end_col_offset)
-    for i, (_label_text, setup, stmt, _param) in enumerate(shape):
+    for i, stmt in enumerate(split.asserts):
         body.append(ast.FunctionDef(
-            name=_unit_name(i), args=fn.args, body=setup + [stmt], decorator_list=[], returns=None,
+            name=_unit_name(i), args=fn.args, body=split.setup + [stmt], decorator_list=[], returns=None,
             type_comment=None, lineno=stmt.lineno, col_offset=stmt.col_offset, end_lineno=stmt.end_lineno,
             end_col_offset=stmt.end_col_offset))
     return ast.Module(body=body, type_ignores=[])
@@ -347,7 +347,17 @@ def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
     return [functools.partial(ns[name], candidate) for name in c.units]
 
 
-def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | None:
+class _Split(NamedTuple):
+    """A flat check() seen as separate tests: each assert that touches the candidate, with
+    the imports and assignments before them as the setup every one of them runs first."""
+
+    check: ast.FunctionDef
+    setup: list[ast.stmt]
+    asserts: list[ast.Assert]
+    labels: list[str]
+
+
+def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> _Split | None:
     """Each assert of a flat check() is a test; leading imports and assignments are its setup."""
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if fn is None or len(fn.args.args) != 1 or fn.args.vararg or fn.args.kwarg:
@@ -373,7 +383,7 @@ def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> list | 
     if not relevant:
         return None
     lines = source.splitlines()
-    return [(_label(lines, stmt, i), setup, stmt, param) for i, stmt in enumerate(relevant)]
+    return _Split(fn, setup, relevant, [_label(lines, stmt, i) for i, stmt in enumerate(relevant)])
 
 
 def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
