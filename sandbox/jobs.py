@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped"]
+# protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
+TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
 
 class Limits(BaseModel):
     """Per-test resource limits applied inside the sandbox."""
@@ -98,6 +99,7 @@ class JobResult(BaseModel):
     output_truncated: bool = False
     wall_s: float = 0.0
     runner: str = ""
+    flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
 
 class ExecFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -125,3 +127,4 @@ class ExecResult(BaseModel):
     output_truncated: bool = False
     files: dict[str, str] = Field(default_factory=dict, description="fetched files, base64")
     runner: str = ""
+    flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")

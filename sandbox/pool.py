@@ -31,6 +31,7 @@ from sandbox.jobs import (
     StdioTests,
     TestResult,
 )
+from sandbox.runner import flags
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
 
@@ -332,7 +333,7 @@ class SandboxPool:
             tests=[TestResult(**t) for t in done["tests"]],
             load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
             stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
-            wall_s=float(done.get("wall_s", 0.0)), runner=ident,
+            wall_s=float(done.get("wall_s", 0.0)), runner=ident, flags=flags.clean(done.get("flags")),
         )
 
     async def execute(self, req: ExecRequest) -> ExecResult:
@@ -345,7 +346,7 @@ class SandboxPool:
             status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
             stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
             time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
-            files=done.get("files", {}), runner=ident,
+            files=done.get("files", {}), runner=ident, flags=flags.clean(done.get("flags")),
         )
 
     # ---------------------------------------------------------------- recovery
