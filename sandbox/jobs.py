@@ -6,7 +6,7 @@ the server never hands the runner, or reads back, anything malformed.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,22 +25,42 @@ class Limits(BaseModel):
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
 
+Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
+
+_CANDIDATE_NAMES = ("more names the tests use that are the candidate's functions (calls route to the "
+                    "program); needed for a function named like a builtin or a stdlib module")
+_HELPERS = "task code the tests use (e.g. a prompt's helper functions), run on the trusted side before the tests"
+
 class AssertCheckTests(BaseModel):
-    """HumanEval style: `test` defines `check(candidate)`, called with `entry_point`."""
+    """HumanEval style: `test` defines `check(candidate)`, called with `entry_point`.
+
+    The test's free names resolve on the trusted side: only `entry_point` and
+    `candidate_names` reach the program; builtins, stdlib modules and the helpers (from
+    `helpers`, or a HumanEval `prompt`'s definitions other than the entry point) are the
+    task's own; any other free name is a NameError in the tests that use it."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["assert"] = "assert"
     test: str
     entry_point: str
     split_asserts: bool = Field(True, description="count each top-level assert of a flat check() as one test")
+    candidate_names: list[Identifier] = Field(default_factory=list, max_length=100, description=_CANDIDATE_NAMES)
+    helpers: str = Field("", description=_HELPERS)
+    prompt: str = Field("", description="a HumanEval prompt: its definitions other than the entry point are helpers")
 
 class AssertListTests(BaseModel):
-    """MBPP style: a list of assert statements, one test each; `setup` runs before each."""
+    """MBPP style: a list of assert statements, one test each; `setup` runs before each.
+
+    Free names that are not builtins, stdlib modules or helpers are the candidate's; a
+    function named like a builtin or a stdlib module (MBPP/126's `sum`) must be listed in
+    `candidate_names`, else the tests get the builtin."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["assert"] = "assert"
     asserts: list[str] = Field(min_length=1)
     setup: str = ""
+    candidate_names: list[Identifier] = Field(default_factory=list, max_length=100, description=_CANDIDATE_NAMES)
+    helpers: str = Field("", description=_HELPERS)
 
 class StdioCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -60,15 +80,20 @@ class CallCase(BaseModel):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
+    unordered: bool | None = Field(None, description="this case's answer is a collection in any order (None: the tests' default)")
 
 class CallTests(BaseModel):
-    """Call `fn_name` (or `Solution().fn_name`) with JSON args; compare to `expected`."""
+    """Call `fn_name` (or `Solution().fn_name`) with JSON args; compare to `expected`,
+    exactly by type (sandbox.runner.codec.values_equal): ints exact, floats within
+    `float_tolerance`, bool is not a number, a set or any reordering matches an expected
+    list only where `unordered` says order does not matter."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["call"] = "call"
     fn_name: str
     cases: list[CallCase] = Field(min_length=1)
     float_tolerance: float | None = Field(1e-9, ge=0)
+    unordered: bool = Field(False, description="every case's answer is a collection in any order (the top level only)")
 
 Tests = AssertCheckTests | AssertListTests | StdioTests | CallTests
 

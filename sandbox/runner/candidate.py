@@ -178,15 +178,44 @@ def _serve(ctrl: socket.socket, program: str) -> int:
         framing.send_frame(ctrl, {"runs": False, "message": _describe(exc)})
         return 0
     _flush()
-    names = [k for k in list(ns)[:2000] if type(k) is str and len(k) <= 100 and not k.startswith("__")]
-    framing.send_frame(ctrl, {"runs": True, "message": "", "names": names})
+    framing.send_frame(ctrl, {"runs": True, "message": "", "names": _bound_names(ns)})
     while True:
         msg = framing.recv_answer(ctrl)  # the verdict process asks one call at a time
         if msg is None:
             return 0
-        reply = _call(ns, msg)
+        reply = _digests(ns, msg) if msg.get("op") == "digest" else _call(ns, msg)
         _flush()
         framing.send_frame(ctrl, reply)
+
+
+_BUILTINS = dict(vars(builtins))  # as the runner started, before the program ran
+_STDLIB = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def _bound_names(ns: dict) -> list[str]:
+    """The names the program bound, for telemetry (names never route by what the program
+    defines): a builtin or stdlib module name bound to anything but the genuine builtin or
+    module comes first, so a long list cannot hide it; `import math` is not listed."""
+    shadows, others = [], []
+    for k in list(ns)[:100_000]:
+        if type(k) is not str or len(k) > 100 or k.startswith("__"):
+            continue
+        v = ns.get(k)
+        if k in _BUILTINS:
+            if v is not _BUILTINS[k]:
+                shadows.append(k)
+        elif k in _STDLIB:
+            if not (type(v) is types.ModuleType and v.__name__ == k):
+                shadows.append(k)
+        else:
+            others.append(k)
+    return (shadows + others)[:2000]
+
+
+def _digests(ns: dict, msg: dict) -> dict:
+    names = msg.get("names")
+    names = [n for n in names[:100] if type(n) is str] if type(names) is list else []
+    return {"id": msg.get("id"), "ok": True, "value": {n: codec.code_digest(ns.get(n)) for n in names}}
 
 
 def _flush() -> None:
@@ -221,7 +250,8 @@ def _call(ns: dict, msg: dict) -> dict:
     except codec.Unencodable as exc:
         return {"id": call_id, "ok": False, "exc_type": "TypeError", "message": f"return value: {exc}"}
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, reported by name only
-        return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc)}
+        return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc),
+                "base": not isinstance(exc, Exception)}
     if mutable and (before is None or _snapshot(args) != before):
         try:
             after = codec.encode(args)

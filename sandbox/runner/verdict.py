@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from . import codec, framing, limits
+from . import codec, flags, framing, limits
 from .progress import Progress
 
 BUILTIN_NAMES = set(dir(builtins))
@@ -46,20 +46,31 @@ class Channel:
         self.cand: socket.socket | None = None
         self.index = -1
         self.call_id = 0
+        self.flags: set[str] = set()  # what the candidate tried during this job (sandbox.runner.flags)
 
     def send(self, obj: Any) -> None:
         framing.send_frame(self.sock, obj)
 
     def call(self, name: str, args: Any, kwargs: Any) -> dict:
+        return self.ask({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+
+    def digests(self, names: list[str]) -> dict:
+        """The candidate's fingerprints of its definitions of these names (telemetry only:
+        the candidate may lie, and no verdict depends on the answer)."""
+        reply = self.ask({"op": "digest", "names": names})
+        value = reply.get("value") if reply.get("ok") else None
+        return value if type(value) is dict else {}
+
+    def ask(self, msg: dict) -> dict:
+        """One request to the candidate process and its answer, matched by id."""
         if self.cand is None:
             self._fetch_candidate()
         self.call_id += 1
         why = "eof"
         try:
-            framing.send_frame(self.cand, {"op": "call", "id": self.call_id, "name": name, "args": args,
-                                           "kwargs": kwargs})
+            framing.send_frame(self.cand, {**msg, "id": self.call_id})
             reply = framing.recv_answer(self.cand)
-        except framing.FrameError:
+        except (framing.FrameError, ValueError):  # ValueError: a >4300-digit decimal int in the JSON
             reply, why = None, "protocol"
         except OSError:
             reply = None
@@ -109,8 +120,23 @@ def receive_marker(sock: socket.socket) -> tuple[bytes, socket.socket | None]:
     return data, cand
 
 
-def _exception(name: str, message: str) -> BaseException:
+# Exceptions that steer control flow rather than report an error: raised into the test,
+# a StopIteration from the candidate would end the test's own map()/filter()/generator
+# early (`all(map(candidate, xs))` passes), a SystemExit would end the test.
+CONTROL_FLOW = frozenset({"StopIteration", "StopAsyncIteration", "GeneratorExit", "SystemExit", "KeyboardInterrupt"})
+
+
+def _exception(chan: Channel, reply: dict) -> BaseException:
+    """The candidate's exception rebuilt here by its builtin name (nothing of its own class
+    crosses). A control-flow exception, or any BaseException that is not an Exception,
+    arrives as RuntimeError, the way PEP 479 turns a StopIteration leaving a generator."""
+    name, message = str(reply.get("exc_type", "Exception")), str(reply.get("message", ""))
     cls = getattr(builtins, name, None)
+    base = reply.get("base") is True  # the candidate says it was not an Exception
+    if name in CONTROL_FLOW or base or (isinstance(cls, type) and issubclass(cls, BaseException)
+                                        and not issubclass(cls, Exception)):
+        chan.flags.add(flags.CONTROL_FLOW_EXCEPTION)
+        return RuntimeError(f"the candidate raised {name}: {message}")
     if isinstance(cls, type) and issubclass(cls, Exception):
         try:
             return cls(message)
@@ -138,7 +164,7 @@ def make_proxy(chan: Channel, name: str):
             value = codec.decode(reply["value"])
             LAST_RETURN[:] = [value]
             return value
-        raise _exception(str(reply.get("exc_type", "Exception")), str(reply.get("message", "")))
+        raise _exception(chan, reply)
 
     proxy.__name__ = proxy.__qualname__ = name
     return proxy
@@ -208,32 +234,59 @@ def _raw_free(*trees: ast.AST) -> frozenset[str]:
     return frozenset(loaded - bound)
 
 
-def _name_ids(tree: ast.AST) -> set[str]:
-    return {node.id for node in _nodes(tree) if type(node) is ast.Name}
+def _name_ids(*trees: ast.AST) -> set[str]:
+    return {node.id for node in _nodes(*trees) if type(node) is ast.Name}
 
 
-def _filter_free(raw: frozenset[str], defined: frozenset[str]) -> set[str]:
-    return {n for n in raw if n not in BUILTIN_NAMES or n in defined}
+class Names(NamedTuple):
+    """How the free names of a task's test code resolve, decided from the task alone (never
+    from what the program defines): a call reaches the candidate only through a name the
+    task says is the candidate's."""
+
+    candidate: frozenset[str]  # proxies: calls go to the program
+    stdlib: frozenset[str]  # modules imported here
+    unknown: frozenset[str]  # left unbound: a NameError, explained, in the tests that use them
+    guarded: frozenset[str]  # builtins, modules and helpers the tests use: a program defining one is flagged
+    helpers: frozenset[str]  # the helpers among `guarded` (task code defined on our side)
 
 
-def free_names(*trees: ast.AST, defined: frozenset[str] = frozenset()) -> set[str]:
-    """Names the tests use but do not bind: the candidate's, unless they are builtins the
-    candidate did not redefine (a program may define its own `sum`)."""
-    return _filter_free(_raw_free(*trees), defined)
+def resolve_names(raw: frozenset[str], used: set[str], helper_names: frozenset[str], declared: frozenset[str],
+                  list_style: bool) -> Names:
+    """The candidate's names are the declared ones (entry point, fn_name, candidate_names),
+    and for an MBPP assert list also every free name that is not a builtin, a stdlib module
+    or a helper. Builtins and stdlib modules stay ours unless declared; anything else free
+    is unknown (a helper the task did not give us is never taken from the program)."""
+    free = raw - helper_names
+    cand = set(declared)
+    if list_style:
+        cand |= {n for n in free if n not in BUILTIN_NAMES and n not in STDLIB}
+    ours = free - cand
+    stdlib = frozenset(n for n in ours if n in STDLIB and n not in BUILTIN_NAMES)
+    unknown = frozenset(n for n in ours if n not in BUILTIN_NAMES and n not in STDLIB)
+    used_helpers = frozenset(helper_names & used) - cand
+    guarded = frozenset(n for n in ours if n in BUILTIN_NAMES or n in STDLIB) | used_helpers
+    return Names(frozenset(cand), stdlib, unknown, guarded, used_helpers)
+
+
+def free_names(*trees: ast.AST, declared: frozenset[str] = frozenset(), list_style: bool = True) -> set[str]:
+    """The names of test code that route to the candidate (see resolve_names)."""
+    raw = _raw_free(*trees)
+    return set(resolve_names(raw, _name_ids(*trees), frozenset(), declared, list_style).candidate)
 
 
 class Compiled:
-    """What a test spec compiles to, before any candidate is known: the names it leaves
-    free, its code objects, its units' labels. Kept per verdict process, which outlives
+    """What a test spec compiles to, before any candidate is known: how its free names
+    resolve, its code objects, its units' labels. Kept per verdict process, which outlives
     jobs, because a GRPO group's completions share their tests."""
 
-    def __init__(self, raw_free: frozenset[str], labels: list[str], module=None, setup=None,
-                 units: list | None = None) -> None:
-        self.raw_free = raw_free
+    def __init__(self, names: Names, labels: list[str], module=None, setup=None, units: list | None = None,
+                 helpers=None) -> None:
+        self.names = names
         self.labels = labels
         self.module = module  # check(): the whole test module
         self.setup = setup  # assert list: the setup code, if any
         self.units = units  # code objects (assert list) or the module's unit function names (split check)
+        self.helpers = helpers  # the task's helper code, run first
 
 
 _COMPILED: dict[tuple, Compiled] = {}
@@ -242,14 +295,24 @@ COMPILED_MAX_CHARS = 32 << 20
 _compiled_chars = 0
 
 
+def _declared(spec: dict) -> tuple[str, ...]:
+    names = [n for n in spec.get("candidate_names") or () if type(n) is str]
+    if spec.get("entry_point") and "asserts" not in spec:
+        names.append(spec["entry_point"])
+    return tuple(sorted(set(names)))
+
+
 def compiled(spec: dict) -> Compiled:
+    helpers, prompt = spec.get("helpers", "") or "", spec.get("prompt", "") or ""
     if "asserts" in spec:
         setup = spec.get("setup", "") or ""
-        key: tuple = ("list", setup, tuple(spec["asserts"]))
+        key: tuple = ("list", setup, tuple(spec["asserts"]), helpers, _declared(spec))
         size = len(setup) + sum(map(len, spec["asserts"]))
     else:
-        key = ("check", spec["test"], spec["entry_point"], bool(spec.get("split_asserts", True)))
-        size = len(spec["test"])
+        key = ("check", spec["test"], spec["entry_point"], bool(spec.get("split_asserts", True)), helpers, prompt,
+               _declared(spec))
+        size = len(spec["test"]) + len(prompt)
+    size += len(helpers)
     c = _COMPILED.get(key)
     if c is None:
         global _compiled_chars
@@ -262,25 +325,76 @@ def compiled(spec: dict) -> Compiled:
     return c
 
 
+def _helper_tree(spec: dict) -> ast.Module | None:
+    """The task's helpers: `helpers` as given, and from a HumanEval `prompt` every import,
+    definition and assignment at its top level except the entry point itself (the part the
+    candidate completes)."""
+    body: list[ast.stmt] = []
+    if (spec.get("helpers") or "").strip():
+        body += ast.parse(spec["helpers"]).body
+    prompt = spec.get("prompt") or ""
+    if prompt.strip():
+        entry = spec.get("entry_point")
+        try:
+            tree = ast.parse(prompt)
+        except SyntaxError:
+            tree = ast.parse(prompt + "\n    pass\n")  # a prompt that ends at the entry point's signature
+        keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                ast.AnnAssign)
+        for stmt in tree.body:
+            if isinstance(stmt, keep) and entry not in _bound_here(stmt):
+                body.append(stmt)
+    return ast.Module(body=body, type_ignores=[]) if body else None
+
+
+def _bound_here(stmt: ast.stmt) -> set[str]:
+    """The names a top-level statement binds."""
+    if isinstance(stmt, _DEFS):
+        return {stmt.name}
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return {(a.asname or a.name).split(".")[0] for a in stmt.names}
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return {n.id for t in targets if t is not None for n in _nodes(t) if type(n) is ast.Name}
+
+
+def _compile_helpers(tree: ast.Module | None):
+    # dont_inherit: our own `from __future__` must not change the helpers' code (their
+    # digest is compared with the program's definitions of the same names)
+    return compile(tree, "<helpers>", "exec", dont_inherit=True) if tree is not None else None
+
+
 def _compile_list(spec: dict) -> Compiled:
     setup = spec.get("setup", "") or ""
     trees = [ast.parse(setup)] + [ast.parse(a) for a in spec["asserts"]]
+    htree = _helper_tree(spec)
+    hnames = _top_bound(htree)
+    raw = _raw_free(*trees, *([htree] if htree else []))
+    names = resolve_names(raw, _name_ids(*trees), hnames, frozenset(_declared(spec)), list_style=True)
     codes = [compile(tree, f"<test {i}>", "exec") for i, tree in enumerate(trees[1:])]
-    return Compiled(_raw_free(*trees), [a.strip()[:200] for a in spec["asserts"]],
-                    setup=compile(trees[0], "<setup>", "exec") if setup.strip() else None, units=codes)
+    return Compiled(names, [a.strip()[:200] for a in spec["asserts"]],
+                    setup=compile(trees[0], "<setup>", "exec") if setup.strip() else None, units=codes,
+                    helpers=_compile_helpers(htree))
+
+
+def _top_bound(tree: ast.Module | None) -> frozenset[str]:
+    return frozenset().union(*(_bound_here(s) for s in tree.body)) if tree is not None else frozenset()
 
 
 def _compile_check(spec: dict) -> Compiled:
     tree = ast.parse(spec["test"])
-    raw = _raw_free(tree)
+    htree = _helper_tree(spec)
+    hnames = _top_bound(htree)
+    raw = _raw_free(tree, *([htree] if htree else []))
+    names = resolve_names(raw, _name_ids(tree), hnames, frozenset(_declared(spec)), list_style=False)
+    helpers = _compile_helpers(htree)
     if spec.get("split_asserts", True):
-        # the shape must not depend on the candidate: the same tests whatever it defines
-        split = _split_shape(spec["test"], tree, _filter_free(raw, frozenset()) | {spec["entry_point"]})
+        # the shape depends on the task alone, never on the candidate: the same tests whatever it defines
+        split = _split_shape(spec["test"], tree, htree, names.candidate | names.unknown)
         if split:
             module = compile(_with_unit_functions(tree, split), "<test>", "exec")
-            return Compiled(raw, split.labels, module=module,
-                            units=[_unit_name(i) for i in range(len(split.asserts))])
-    return Compiled(raw, ["check(candidate)"], module=compile(tree, "<test>", "exec"))
+            return Compiled(names, split.labels, module=module,
+                            units=[_unit_name(i) for i in range(len(split.asserts))], helpers=helpers)
+    return Compiled(names, ["check(candidate)"], module=compile(tree, "<test>", "exec"), helpers=helpers)
 
 
 def _unit_name(i: int) -> str:
@@ -311,40 +425,87 @@ def _with_unit_functions(tree: ast.Module, split: _Split) -> ast.Module:
     return ast.Module(body=body, type_ignores=[])
 
 
-def bind_free_names(chan: Channel, names: set[str], ns: dict, defined: frozenset[str] = frozenset()) -> None:
-    for name in sorted(names):
-        if name in STDLIB and name not in defined:
-            try:
-                ns[name] = importlib.import_module(name)
-                continue
-            except Exception:  # noqa: BLE001
-                pass
+def _namespace(chan: Channel, c: Compiled, spec: dict) -> dict:
+    """A fresh namespace for one job's tests: proxies for the candidate's names, stdlib
+    modules imported here, then the task's helpers run here. Unknown names stay unbound."""
+    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
+    for name in sorted(c.names.candidate):
         ns[name] = make_proxy(chan, name)
+    for name in sorted(c.names.stdlib):
+        try:
+            ns[name] = importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - not importable here: the test that uses it fails
+            pass
+    _flag_shadows(chan, c, spec.get("program_names") or ())
+    if c.helpers is not None:
+        exec(c.helpers, ns)
+    return ns
+
+
+def _flag_shadows(chan: Channel, c: Compiled, program_names: Any) -> None:
+    """SHADOWED_NAME when the program defines a builtin, stdlib module or helper name the
+    tests use. The candidate lists only names it binds to something other than the genuine
+    builtin or module (`import math` is not a shadow); a helper counts only when the
+    program's definition differs from the task's (an honest HumanEval program repeats its
+    prompt)."""
+    hit = c.names.guarded.intersection(n for n in program_names if type(n) is str)
+    if not hit:
+        return
+    if hit - c.names.helpers:
+        chan.flags.add(flags.SHADOWED_NAME)
+        return
+    theirs = chan.digests(sorted(hit))
+    ours = _helper_digests(c)
+    if any(theirs.get(n) is None or theirs.get(n) != ours.get(n) for n in hit):
+        chan.flags.add(flags.SHADOWED_NAME)
+
+
+def _helper_digests(c: Compiled) -> dict:
+    ns: dict = {"__builtins__": builtins, "__name__": "__helpers__"}
+    try:
+        exec(c.helpers, ns)
+    except Exception:  # noqa: BLE001 - the task's own failure shows in the tests
+        return {}
+    return {n: codec.code_digest(ns.get(n)) for n in c.names.helpers}
 
 
 def plan_assert_list(chan: Channel, spec: dict) -> list[Unit]:
     c = compiled(spec)
-    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    defined = frozenset(spec.get("candidate_names", ()))
-    bind_free_names(chan, _filter_free(c.raw_free, defined), ns, defined)
+    ns = _namespace(chan, c, spec)
     if c.setup is not None:
         exec(c.setup, ns)
-    return [lambda code=code: exec(code, ns) for code in c.units]
+    return [_explained(c, lambda code=code: exec(code, ns)) for code in c.units]
 
 
 def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
     c = compiled(spec)
-    ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    defined = frozenset(spec.get("candidate_names", ()))
-    bind_free_names(chan, _filter_free(c.raw_free, defined), ns, defined)
-    candidate = make_proxy(chan, spec["entry_point"])
+    ns = _namespace(chan, c, spec)
+    candidate = ns[spec["entry_point"]]
     exec(c.module, ns)
     check = ns.get("check")
     if not callable(check):
         raise ValueError("the test code defines no check(candidate) function")
     if not c.units:
-        return [lambda: check(candidate)]
-    return [functools.partial(ns[name], candidate) for name in c.units]
+        return [_explained(c, lambda: check(candidate))]
+    return [_explained(c, functools.partial(ns[name], candidate)) for name in c.units]
+
+
+def _explained(c: Compiled, unit: Unit) -> Unit:
+    """A unit whose NameError for an unknown name says why the name is not the candidate's."""
+    if not c.names.unknown:
+        return unit
+
+    def run() -> None:
+        try:
+            unit()
+        except NameError as exc:
+            if exc.name not in c.names.unknown:
+                raise
+            raise NameError(f"the tests use {exc.name!r}, which is not the candidate's (entry_point, fn_name, "
+                            "candidate_names), a builtin, a stdlib module or a helper (pass the task's prompt or "
+                            "helpers)") from None
+
+    return run
 
 
 class _Split(NamedTuple):
@@ -357,8 +518,12 @@ class _Split(NamedTuple):
     labels: list[str]
 
 
-def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> _Split | None:
-    """Each assert of a flat check() is a test; leading imports and assignments are its setup."""
+def _split_shape(source: str, tree: ast.Module, helpers: ast.Module | None, cand_names: frozenset[str]) -> _Split | None:
+    """Each assert of a flat check() is a test; leading imports and assignments are its setup.
+    An assert is left out only when it cannot reach the candidate: it names neither the
+    parameter, nor a candidate name, nor anything the candidate's results or arguments flow
+    into (a setup variable `out = candidate(x)`, an alias `f = candidate`, a module-level
+    function that calls the entry point), so nothing that tests the candidate is dropped."""
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "check"), None)
     if fn is None or len(fn.args.args) != 1 or fn.args.vararg or fn.args.kwarg:
         return None
@@ -377,13 +542,39 @@ def _split_shape(source: str, tree: ast.Module, cand_names: set[str]) -> _Split 
             setup.append(stmt)
     if len(asserts) < 2:
         return None
-    uses = cand_names | {param}
+    module_level = [n for n in tree.body if n is not fn] + (helpers.body if helpers is not None else [])
+    uses = _tainted(set(cand_names), module_level) | {param}
+    uses = _tainted(uses, setup, names_too=True)
     # an assert that never touches the candidate (`assert True`) tests nothing
     relevant = [a for a in asserts if not uses.isdisjoint(_name_ids(a))]
     if not relevant:
         return None
     lines = source.splitlines()
     return _Split(fn, setup, relevant, [_label(lines, stmt, i) for i, stmt in enumerate(relevant)])
+
+
+def _tainted(uses: set[str], stmts: list[ast.stmt], names_too: bool = False) -> set[str]:
+    """`uses` grown by what the statements bind from it: a statement that names a name in
+    `uses` adds the names it binds, and with `names_too` every name it mentions (setup such
+    as `r = candidate(xs)` may change `xs` in place). Repeated until nothing changes, so
+    the order of module-level definitions does not matter."""
+    uses = set(uses)
+    pending = [(s, _name_ids(s), _bound_here(s) if isinstance(s, _TOP_BINDERS) else set()) for s in stmts]
+    changed = True
+    while changed:
+        changed = False
+        for _stmt, mentioned, bound in pending:
+            if uses.isdisjoint(mentioned):
+                continue
+            grow = bound | ({n for n in mentioned if n not in BUILTIN_NAMES} if names_too else set())
+            if not grow <= uses:
+                uses |= grow
+                changed = True
+    return uses
+
+
+_TOP_BINDERS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign,
+                ast.AnnAssign)
 
 
 def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
@@ -399,11 +590,15 @@ def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
 def plan_call(chan: Channel, spec: dict) -> list[Unit]:
     fn = make_proxy(chan, spec["fn_name"])
     tol = spec.get("float_tolerance")
+    default_unordered = bool(spec.get("unordered", False))
     units = []
     for case in spec["cases"]:
-        def run(case=case) -> None:
+        unordered = case.get("unordered")
+        unordered = default_unordered if unordered is None else bool(unordered)
+
+        def run(case=case, unordered=unordered) -> None:
             got = fn(*case.get("args", []), **case.get("kwargs", {}))
-            if not codec.values_equal(got, case.get("expected"), tol):
+            if not codec.values_equal(got, case.get("expected"), tol, unordered):
                 raise AssertionError(f"expected {_short(case.get('expected'))}, got {_short(got)}")
 
         units.append(run)
@@ -411,7 +606,10 @@ def plan_call(chan: Channel, spec: dict) -> list[Unit]:
 
 
 def _short(v: Any) -> str:
-    text = repr(v)
+    try:
+        text = repr(v)
+    except ValueError:  # an int past Python's 4300-digit limit on decimal conversion
+        return f"<{type(v).__name__} too large to show>"
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -470,8 +668,10 @@ def serve(sock: socket.socket, progress: Progress) -> None:
         go = framing.recv_frame(sock)
         if not isinstance(go, dict):
             return
-        spec = dict(spec, candidate_names=go.get("names", []))
+        # what the program binds, for telemetry only: names never route by what it defines
+        spec = dict(spec, program_names=go.get("names", []))
         chan.cand, chan.index = cand, -1
+        chan.flags = set()
         try:
             run_job(chan, spec, int(job.get("start", 0)), bool(job.get("stream")))
         finally:
@@ -512,4 +712,4 @@ def run_job(chan: Channel, spec: dict, start: int, stream: bool) -> None:
             chan.send({"op": "end", **result})
         results.append(result)
     chan.index = -1
-    chan.send({"op": "done", "results": results})
+    chan.send({"op": "done", "results": results, "flags": sorted(chan.flags)})

@@ -60,7 +60,40 @@ def test_codec_refuses_self_reference_and_giant_ints():
     with pytest.raises(codec.Unencodable):
         codec.encode(a)
     with pytest.raises(codec.Unencodable):
-        codec.encode(10**5000)
+        codec.encode(1 << (codec.MAX_INT_BITS + 1))
+
+
+@pytest.mark.parametrize("make", [lambda: 10**5000, lambda: -(10**5000), lambda: [7, 3**20000, (-(2**4097),)],
+                                  lambda: {2**5000: 2**5001}], ids=["pos", "neg", "nested", "dict"])
+def test_codec_carries_ints_past_the_decimal_digit_limit(make):
+    value = make()
+    enc = codec.encode(value)
+    body = framing.encode_frame(enc)  # the frame's JSON holds no decimal form of them
+    back = codec.decode(framing._decode(body[framing.HEADER.size:]))
+    assert back == value
+
+
+def test_codec_rebuilds_stdlib_value_types_never_the_candidates():
+    import collections
+
+    dd = collections.defaultdict(list, {"a": [1]})
+    back = codec.decode(codec.encode(dd))
+    assert type(back) is collections.defaultdict and back == dd and back.default_factory is list
+    anon = collections.defaultdict(lambda: 7, {"k": 1})  # a factory that is code: not carried
+    back = codec.decode(codec.encode(anon))
+    assert type(back) is collections.defaultdict and back == {"k": 1} and back.default_factory is None
+    for value in (collections.Counter("abca"), collections.OrderedDict(b=1, a=2), collections.deque([1, 2])):
+        back = codec.decode(codec.encode(value))
+        assert type(back) is type(value) and back == value
+
+    class MyCounter(collections.Counter):
+        def __eq__(self, other):
+            return True
+
+    with pytest.raises(codec.Unencodable):
+        codec.encode(MyCounter("a"))
+    with pytest.raises((ValueError, KeyError, TypeError)):
+        codec.decode({"$dd": ["os.system", []]})
 
 
 @pytest.mark.parametrize(
@@ -77,10 +110,15 @@ def test_codec_flat_lists_round_trip_as_fresh_exact_values(value):
         assert back is not value and back is not enc
 
 
-@pytest.mark.parametrize("value", [[1, SneakyInt(2)], (SneakyStr("a"),), [2**4096], [-(2**4096), 1], ["a", AlwaysEqual()]])
+@pytest.mark.parametrize("value", [[1, SneakyInt(2)], (SneakyStr("a"),), ["a", AlwaysEqual()]])
 def test_codec_flat_lists_refuse_what_the_walk_refuses(value):
     with pytest.raises(codec.Unencodable):
         codec.encode(value)
+
+
+def test_codec_big_ints_leave_the_flat_path_for_the_walk():
+    assert codec._flat([2**4096], [10]) is None and codec._flat([-(2**4096), 1], [10]) is None
+    assert codec.decode(codec.encode([2**4096, 1])) == [2**4096, 1]
 
 
 def test_codec_counts_flat_lists_against_the_size_budget(monkeypatch):
@@ -113,9 +151,34 @@ def test_values_equal_json_semantics():
     assert not eq(True, 1) and not eq(1, True)
     assert eq(0.1 + 0.2, 0.3, 1e-9) and not eq(0.1 + 0.2, 0.3, None)
     assert eq({1: "a"}, {"1": "a"})
-    assert eq({3, 1}, [1, 3])
     assert not eq([1, 2], [1, 2, 3])
     assert not eq("1", 1)
+
+
+def test_values_equal_is_exact_by_type():
+    import collections
+
+    eq = codec.values_equal
+    # ints are exact: no float tolerance between two ints, at any size
+    assert not eq(10**9 + 1, 10**9, 1e-9) and not eq(10**30 + 1, 10**30, 1e-9) and eq(10**30, 10**30, 1e-9)
+    # a float answer for an int matches only when exactly equal; an expected float takes the tolerance
+    assert eq(3.0, 3, 1e-9) and not eq(3.0000000001, 3, 1e-9) and eq(3, 3.0000000001, 1e-9)
+    assert not eq(10**400, 1.5, 1e-9)  # past the float range: not equal, no OverflowError
+    # bool is not a number, in either direction and nested
+    assert not eq([True], [1]) and not eq([1], [True]) and not eq(0, False)
+    # a set (or a reordering) matches a list only where order does not matter
+    assert not eq({3, 1}, [1, 3]) and not eq(frozenset({1}), [1]) and not eq([2, 1], [1, 2])
+    assert eq({3, 1}, [1, 3], unordered=True) and eq((2, 1), [1, 2], unordered=True)
+    assert not eq({1, 2}, [1, 1, 2], unordered=True) and eq([1, 2, 1], [1, 1, 2], unordered=True)
+    assert not eq([1, 2, 2], [1, 1, 2], unordered=True) and not eq([True, 1], [1, 1], unordered=True)
+    assert eq([[1, 2], [3]], [[3], [1, 2]], unordered=True) and not eq([[2, 1], [3]], [[3], [1, 2]], unordered=True)
+    assert eq([0.30000000000000004, 1.0], [1.0, 0.3], 1e-9, unordered=True)
+    # nested containers compare recursively, by the same rules
+    assert not eq([[1, {2, 3}]], [[1, [2, 3]]]) and not eq({"a": [10**9 + 1]}, {"a": [10**9]}, 1e-9)
+    # stdlib dict and list types with plain contents are what a careful judge accepts
+    assert eq(collections.Counter("aab"), {"a": 2, "b": 1}) and not eq(collections.Counter("ab"), {"a": 2, "b": 1})
+    assert eq(collections.OrderedDict(a=1), {"a": 1}) and eq(collections.defaultdict(int, a=1), {"a": 1})
+    assert eq(collections.deque([1, 2]), [1, 2]) and not eq(collections.deque([2, 1]), [1, 2])
 
 
 def test_frame_reader_handles_split_and_joined_frames():
@@ -266,16 +329,30 @@ sorted = 3
 """
 
 
-def test_free_names_are_the_candidates_plus_builtins_it_redefines():
-    # what the tests use and bind nowhere goes to the candidate; builtins stay ours unless
-    # the program defines them (then the tests see the program's `sum`)
+def test_free_names_route_by_the_task_never_by_the_program():
+    # an assert list's free names that are not builtins or stdlib modules are the
+    # candidate's; builtins and modules stay ours unless the task declares them
     tree = ast.parse(FREE_NAMES_SOURCE)
-    free = {"Base", "unknown_in_comp", "risky", "missing", "candidate", "xs"}
+    free = {"Base", "unknown_in_comp", "risky", "missing", "candidate", "xs", "Hint"} - {"Hint"}
     assert free_names(tree) == free
-    assert free_names(tree, defined=frozenset({"sum", "len"})) == free | {"sum", "len"}
-    # bound anywhere counts as bound (`sorted = 3` after no use; `x` in the comprehension)
-    assert "sorted" not in free_names(tree, defined=frozenset({"sorted"}))
+    assert free_names(tree, declared=frozenset({"sum", "len"})) == free | {"sum", "len"}
     assert free_names(ast.parse("y = 1"), ast.parse("assert f(y)")) == {"f"}
+    assert free_names(ast.parse("assert set(f(math.pi)) == set(sorted([1]))")) == {"f"}
+    # a check(candidate): only the entry point and the declared names
+    assert free_names(tree, declared=frozenset({"entry"}), list_style=False) == {"entry"}
+
+
+def test_names_resolve_per_kind_with_helpers_from_the_prompt():
+    prompt = ("import math\ndef helper(x):\n    return x * 2\nK = 3\n"
+              "def entry(x):\n    \"\"\"doc\"\"\"\n")
+    test = "def check(candidate):\n    assert candidate(helper(K)) == abs(-6)\n    assert math.floor(poly(1)) == 1\n"
+    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "entry", "prompt": prompt})
+    assert c.names.candidate == {"entry"} and c.names.unknown == {"poly"}
+    assert c.names.guarded == {"abs", "math", "helper", "K"} and c.names.helpers == {"helper", "K", "math"}
+    assert len(c.labels) == 2  # the assert on an unknown name is counted (it fails), never dropped
+    listed = verdict.compiled({"kind": "assert", "asserts": ["assert sum(1, 2) == 3", "assert g(len([1])) == 1"],
+                               "candidate_names": ["sum"]})
+    assert listed.names.candidate == {"sum", "g"} and listed.names.guarded == {"len"}
 
 
 def test_warm_interpreter_registers_no_costly_fork_handlers():
