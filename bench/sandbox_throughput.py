@@ -49,6 +49,7 @@ class Item:
     entry_point: str
     timeout: float
     expect_pass: bool
+    prompt: str = ""  # the task's prompt: its helpers run on the trusted side (HumanEval/32, 38, 50)
 
 
 @dataclass
@@ -78,13 +79,13 @@ def corpus(kind: str, limit: int | None) -> list[Item]:
     probs = list(read_problems().values())
     if limit:
         probs = probs[:limit]
-    items = [Item(p["prompt"] + p["canonical_solution"], p["test"], p["entry_point"], 10.0, True) for p in probs]
+    items = [Item(p["prompt"] + p["canonical_solution"], p["test"], p["entry_point"], 10.0, True, p["prompt"]) for p in probs]
     if kind == "mixed":
         for p in probs[::4]:
-            items.append(Item(p["prompt"] + "    raise NotImplementedError\n", p["test"], p["entry_point"], 10.0, False))
-            items.append(Item(p["prompt"] + "    return None\n", p["test"], p["entry_point"], 10.0, False))
+            items.append(Item(p["prompt"] + "    raise NotImplementedError\n", p["test"], p["entry_point"], 10.0, False, p["prompt"]))
+            items.append(Item(p["prompt"] + "    return None\n", p["test"], p["entry_point"], 10.0, False, p["prompt"]))
         for p in probs[:4]:
-            items.append(Item(p["prompt"] + "    while True:\n        pass\n", p["test"], p["entry_point"], 1.0, False))
+            items.append(Item(p["prompt"] + "    while True:\n        pass\n", p["test"], p["entry_point"], 1.0, False, p["prompt"]))
     return items
 
 
@@ -116,7 +117,8 @@ async def run_pool(kind: str, items: list[Item], concurrency: int) -> Outcome:
     pool = make_pool(kind, size=min(concurrency, os.cpu_count() or 2), per_runner=max(1, concurrency // 2 or 1))
     await pool.start()
     try:
-        jobs = {id(it): Job(program=it.program, tests={"kind": "assert", "test": it.test, "entry_point": it.entry_point},
+        jobs = {id(it): Job(program=it.program, tests={"kind": "assert", "test": it.test, "entry_point": it.entry_point,
+                                                          "prompt": it.prompt},
                             limits=Limits(timeout_s=it.timeout, memory_mb=1024)) for it in items}
         for _ in range(3):  # warm every runner's connections (each forks its supervisor once)
             await asyncio.gather(*(pool.run(jobs[id(it)]) for it in items[: 2 * concurrency + 2]))

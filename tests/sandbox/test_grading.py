@@ -23,8 +23,9 @@ def mbpp_cases() -> list[dict]:
 
 async def test_mbpp_corpus_matches_reference_counts(pool):
     cases = mbpp_cases()
-    jobs = [job(c["code"], {"kind": "assert", "asserts": c["tests"]["units"]}, timeout_s=2.0, memory_mb=512)
-            for c in cases]
+    # the task names its function (MBPP/126's is `sum`: a builtin's name, so it must be declared)
+    jobs = [job(c["code"], {"kind": "assert", "asserts": c["tests"]["units"], "candidate_names": [c["tests"]["entry_point"]]},
+                timeout_s=2.0, memory_mb=512) for c in cases]
     results = await asyncio.gather(*(pool.run(j) for j in jobs))
     wrong = []
     for c, r in zip(cases, results):
@@ -50,9 +51,9 @@ async def test_humaneval_canonical_solutions_all_score_full(pool):
     probs = humaneval_problems()
     assert len(probs) == 164
     lim = Limits(timeout_s=10.0, memory_mb=1024)
-    jobs = [Job(program=p["prompt"] + p["canonical_solution"],
-                tests={"kind": "assert", "test": p["test"], "entry_point": p["entry_point"]}, limits=lim)
-            for p in probs]
+    jobs = [Job(program=p["prompt"] + p["canonical_solution"],  # the prompt: its helpers are task code
+                tests={"kind": "assert", "test": p["test"], "entry_point": p["entry_point"], "prompt": p["prompt"]},
+                limits=lim) for p in probs]
     results = await asyncio.gather(*(pool.run(j) for j in jobs))
     bad = [(p["task_id"], r.passed, r.total, [t.message for t in r.tests if t.status != "passed"][:2])
            for p, r in zip(probs, results) if not (r.syntax_ok and r.runs and r.passed == r.total and r.total > 0)]
