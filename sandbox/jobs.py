@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from sandbox.runner import codec
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
 TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
@@ -81,6 +83,11 @@ class CallCase(BaseModel):
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
     unordered: bool | None = Field(None, description="this case's answer is a collection in any order (None: the tests' default)")
+
+    @field_serializer("args", "kwargs", "expected")
+    def _frame_safe(self, value: Any) -> Any:
+        """Ints past 4300 digits go to the runner in hexadecimal (a JSON frame cannot hold them)."""
+        return codec.to_json(value)
 
 class CallTests(BaseModel):
     """Call `fn_name` (or `Solution().fn_name`) with JSON args; compare to `expected`,

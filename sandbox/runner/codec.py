@@ -210,8 +210,32 @@ def _code_shape(code: Any, depth: int) -> tuple:
             code.co_posonlyargcount, code.co_flags)
 
 
-def from_json(value: Any) -> Any:
-    """JSON test data (lists, objects) as Python values, for `call` cases."""
+def to_json(value: Any, depth: int = 0) -> Any:
+    """`call` case data made safe for a JSON frame: an int past 4096 bits as {"$i": hex}
+    (its decimal form is over Python's 4300-digit limit: the frame could not be written);
+    everything else as it is. The job model applies it when it is dumped."""
+    t = type(value)
+    if t is int and value.bit_length() > _HEX_BITS:
+        return _big_int(value)
+    if depth > MAX_DEPTH:
+        return value
+    if t is list or t is tuple:
+        return [to_json(v, depth + 1) for v in value]
+    if t is dict:
+        return {k: to_json(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def from_json(value: Any, depth: int = 0) -> Any:
+    """JSON test data (lists, objects) as Python values, for `call` cases: to_json's
+    {"$i": hex} back to the int (an object of that one key means nothing else here)."""
+    t = type(value)
+    if t is dict:
+        if len(value) == 1 and type(value.get("$i")) is str:
+            return _dec_int(value["$i"])
+        return {k: from_json(v, depth + 1) for k, v in value.items()} if depth <= MAX_DEPTH else value
+    if t is list and depth <= MAX_DEPTH:
+        return [from_json(v, depth + 1) for v in value]
     return value
 
 

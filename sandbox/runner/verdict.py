@@ -595,11 +595,13 @@ def plan_call(chan: Channel, spec: dict) -> list[Unit]:
     for case in spec["cases"]:
         unordered = case.get("unordered")
         unordered = default_unordered if unordered is None else bool(unordered)
+        args, kwargs = codec.from_json(case.get("args", [])), codec.from_json(case.get("kwargs", {}))
+        expected = codec.from_json(case.get("expected"))
 
-        def run(case=case, unordered=unordered) -> None:
-            got = fn(*case.get("args", []), **case.get("kwargs", {}))
-            if not codec.values_equal(got, case.get("expected"), tol, unordered):
-                raise AssertionError(f"expected {_short(case.get('expected'))}, got {_short(got)}")
+        def run(args=args, kwargs=kwargs, expected=expected, unordered=unordered) -> None:
+            got = fn(*args, **kwargs)
+            if not codec.values_equal(got, expected, tol, unordered):
+                raise AssertionError(f"expected {_short(expected)}, got {_short(got)}")
 
         units.append(run)
     return units

@@ -73,6 +73,18 @@ def test_codec_carries_ints_past_the_decimal_digit_limit(make):
     assert back == value
 
 
+def test_call_case_data_carries_big_ints_through_the_job_model():
+    from sandbox.jobs import CallCase
+
+    case = CallCase(args=[10**5000, [2**5000]], kwargs={"k": -(3**9000)}, expected={"a": 10**4400})
+    dumped = case.model_dump()
+    framing.encode_frame(dumped)  # a frame can hold it
+    assert codec.from_json(dumped["args"]) == [10**5000, [2**5000]]
+    assert codec.from_json(dumped["kwargs"]) == {"k": -(3**9000)}
+    assert codec.from_json(dumped["expected"]) == {"a": 10**4400}
+    assert CallCase(args=[1, "x"], expected=[{"b": 2}]).model_dump()["expected"] == [{"b": 2}]
+
+
 def test_codec_rebuilds_stdlib_value_types_never_the_candidates():
     import collections
 

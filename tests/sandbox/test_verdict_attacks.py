@@ -226,8 +226,14 @@ async def test_ints_past_the_digit_limit_cross_both_ways(pool):
     r = await pool.run(job(program, {"kind": "assert", "asserts": asserts}))
     assert statuses(r) == ["passed", "passed", "passed", "failed"], r
     assert "too large to show" in r.tests[3].message, r  # a failure that quotes the int still reports
-    r = await pool.run(job(program, {"kind": "call", "fn_name": "g", "cases": [{"args": [5], "expected": 7**5}]}))
-    assert r.passed == 1, r
+    # call cases whose JSON data holds such ints (the job model sends them in hexadecimal)
+    r = await pool.run(job(program, {"kind": "call", "fn_name": "g", "cases": [
+        {"args": [20000], "expected": 7**20000}, {"args": [20001], "expected": 7**20000}]}))
+    assert statuses(r) == ["passed", "failed"], r
+    r = await pool.run(job(program, {"kind": "call", "fn_name": "f", "cases": [
+        {"args": [10**5000], "expected": 10**10000}, {"kwargs": {"n": 2}, "expected": 10**5000}]}))
+    assert statuses(r) == ["passed", "failed"], r
+    await assert_still_serves(pool)
 
 
 async def test_stdlib_dict_and_list_types_match_as_a_judge_reads_them(pool):
