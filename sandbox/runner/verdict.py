@@ -34,6 +34,7 @@ class Aborted(BaseException):
 
 
 Unit = Callable[[], None]  # one test: runs it, raising on failure
+DIGEST_WAIT_S = 5.0  # how long the candidate may take to fingerprint its helpers (telemetry)
 
 
 class Channel:
@@ -54,10 +55,24 @@ class Channel:
     def call(self, name: str, args: Any, kwargs: Any) -> dict:
         return self.ask({"op": "call", "name": name, "args": args, "kwargs": kwargs})
 
-    def digests(self, names: list[str]) -> dict:
+    def digests(self, names: list[str], within: float = DIGEST_WAIT_S) -> dict:
         """The candidate's fingerprints of its definitions of these names (telemetry only:
-        the candidate may lie, and no verdict depends on the answer)."""
-        reply = self.ask({"op": "digest", "names": names})
+        the candidate may lie, and no verdict depends on the answer). Asked before the
+        first test, so it is bounded by its own deadline, not a test's: a candidate that
+        does not answer in time is dropped (the supervisor loads a fresh one for the first
+        test) and counts as a rewrite. Never raises."""
+        if self.cand is None:
+            return {}
+        self.call_id += 1
+        reply = None
+        try:
+            framing.send_frame(self.cand, {"op": "digest", "names": names, "id": self.call_id})
+            reply = _answer_within(self.cand, within)
+        except (OSError, EOFError, ValueError, framing.FrameError):
+            pass
+        if not isinstance(reply, dict) or reply.get("id") != self.call_id:
+            self._lose("protocol")
+            return {}
         value = reply.get("value") if reply.get("ok") else None
         return value if type(value) is dict else {}
 
@@ -101,6 +116,29 @@ class Channel:
         self.cand = cand
         if self.index >= 0:
             self.progress.begin(self.index)  # loading a fresh candidate is not the test's time
+
+
+def _answer_within(sock: socket.socket, seconds: float) -> Any:
+    """One answer frame, or TimeoutError once `seconds` have passed; the socket is left
+    blocking, as every other read of it expects."""
+    deadline = time.monotonic() + seconds
+    reader = framing.FrameReader(limit=1 << 20)
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError("no answer in time")
+            sock.settimeout(remaining)
+            chunk = sock.recv(1 << 16)
+            if not chunk:
+                raise EOFError("candidate gone")
+            frames = reader.feed(chunk)
+            if frames:
+                if len(frames) > 1 or reader.buf:
+                    raise framing.FrameError("bad frame: data after an answer")
+                return frames[0]
+    finally:
+        sock.setblocking(True)
 
 
 def receive_marker(sock: socket.socket) -> tuple[bytes, socket.socket | None]:

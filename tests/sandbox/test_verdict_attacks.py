@@ -255,3 +255,24 @@ async def test_stdlib_dict_and_list_types_match_as_a_judge_reads_them(pool):
                "def count(s):\n    return C(s)\n")
     r = await pool.run(job(hostile, {"kind": "assert", "test": check, "entry_point": "count"}))
     assert r.passed == 0 and "not plain data" in r.tests[0].message, r
+
+
+STALL_DIGEST = """
+import sys, time
+for _name, _mod in list(sys.modules.items()):
+    if hasattr(_mod, "code_digest"):
+        _mod.code_digest = lambda obj: time.sleep(60)
+    if hasattr(_mod, "_digests"):
+        _mod._digests = lambda ns, msg: {"id": "forged", "ok": True, "value": {}}
+"""
+
+
+@pytest.mark.parametrize("which", ["stall", "forge"])
+async def test_a_candidate_that_balks_at_the_helper_fingerprint_costs_only_its_telemetry(pool, which):
+    p = _problem("HumanEval/38")
+    patch = STALL_DIGEST.replace('if hasattr(_mod, "_digests")', "if False") if which == "stall" else \
+        STALL_DIGEST.replace('if hasattr(_mod, "code_digest")', "if False")
+    tests = {"kind": "assert", "test": p["test"], "entry_point": p["entry_point"], "prompt": p["prompt"]}
+    r = await pool.run(job(p["prompt"] + p["canonical_solution"] + patch, tests, timeout_s=10.0))
+    assert r.runs and r.passed == r.total == 1, r  # a fresh candidate answered the tests
+    await assert_still_serves(pool)
