@@ -91,7 +91,7 @@ def _enc(x: Any, depth: int, budget: list[int]) -> Any:
     if t is _DEQUE:
         return {"$q": [_enc(v, depth + 1, budget) for v in x]}
     if t is _FRACTION:
-        return {"$F": [x.numerator, x.denominator]}
+        return {"$F": [_enc(x.numerator, depth + 1, budget), _enc(x.denominator, depth + 1, budget)]}
     if t is _DECIMAL:
         return {"$D": str(x)}
     if issubclass(t, tuple) and type(getattr(t, "_fields", None)) is tuple:  # namedtuple
@@ -175,7 +175,10 @@ def _dec(d: Any, depth: int) -> Any:
         if tag == "$q":
             return _DEQUE(_dec(v, depth + 1) for v in body)
         if tag == "$F":
-            return _FRACTION(int(body[0]), int(body[1]))
+            num, den = _dec(body[0], depth + 1), _dec(body[1], depth + 1)
+            if type(num) is not int or type(den) is not int:
+                raise ValueError("not an encoded fraction")
+            return _FRACTION(num, den)
         if tag == "$D":
             return _DECIMAL(str(body))
     raise ValueError(f"not an encoded value: {str(d)[:80]}")

@@ -64,7 +64,8 @@ def test_codec_refuses_self_reference_and_giant_ints():
 
 
 @pytest.mark.parametrize("make", [lambda: 10**5000, lambda: -(10**5000), lambda: [7, 3**20000, (-(2**4097),)],
-                                  lambda: {2**5000: 2**5001}], ids=["pos", "neg", "nested", "dict"])
+                                  lambda: {2**5000: 2**5001}, lambda: __import__("fractions").Fraction(10**5000 + 1, 7)],
+                         ids=["pos", "neg", "nested", "dict", "fraction"])
 def test_codec_carries_ints_past_the_decimal_digit_limit(make):
     value = make()
     enc = codec.encode(value)
