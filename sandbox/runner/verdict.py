@@ -380,9 +380,16 @@ def _helper_tree(spec: dict) -> ast.Module | None:
         keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
                 ast.AnnAssign)
         for stmt in tree.body:
-            if isinstance(stmt, keep) and entry not in _bound_here(stmt):
+            if isinstance(stmt, keep) and entry not in _bound_here(stmt) and not _defines(stmt, entry):
                 body.append(stmt)
     return ast.Module(body=body, type_ignores=[]) if body else None
+
+
+def _defines(stmt: ast.stmt, name: str | None) -> bool:
+    """A class of the prompt's that holds the entry point (`class Solution: def f(...)`) is the
+    candidate's to complete, not a helper."""
+    return isinstance(stmt, ast.ClassDef) and any(
+        type(n) in (ast.FunctionDef, ast.AsyncFunctionDef) and n.name == name for n in _nodes(stmt, leaves=frozenset()))
 
 
 def _bound_here(stmt: ast.stmt) -> set[str]:

@@ -363,6 +363,11 @@ def test_names_resolve_per_kind_with_helpers_from_the_prompt():
     assert c.names.candidate == {"entry"} and c.names.unknown == {"poly"}
     assert c.names.guarded == {"abs", "math", "helper", "K"} and c.names.helpers == {"helper", "K", "math"}
     assert len(c.labels) == 2  # the assert on an unknown name is counted (it fails), never dropped
+    # a prompt's class that holds the entry point is the candidate's to complete, not a helper
+    cls = verdict.compiled({"kind": "assert", "entry_point": "solve", "candidate_names": ["Solution"],
+                            "prompt": "import math\nclass Solution:\n    def solve(self, x):\n        pass\n",
+                            "test": "def check(candidate):\n    assert Solution().solve(1) == math.floor(1.5)\n"})
+    assert cls.names.helpers == {"math"} and cls.names.candidate == {"solve", "Solution"}
     listed = verdict.compiled({"kind": "assert", "asserts": ["assert sum(1, 2) == 3", "assert g(len([1])) == 1"],
                                "candidate_names": ["sum"]})
     assert listed.names.candidate == {"sum", "g"} and listed.names.guarded == {"len"}
