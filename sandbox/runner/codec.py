@@ -192,15 +192,16 @@ def _dec_int(body: Any) -> int:
 
 def code_digest(obj: Any) -> str | None:
     """A fingerprint of a function's code that two compiles of the same source share
-    (bytecode, constants, names; not file names or line numbers); None for anything that
-    is not a plain function. Telemetry only: it tells a helper the program repeated from
-    its prompt from one it rewrote."""
-    code = obj.__code__ if type(obj) is types.FunctionType else None
-    if code is None:
-        return None
+    (bytecode, constants, names; not file names or line numbers), or of a plain-data value;
+    None for anything else. Telemetry only: it tells a helper the program repeated from its
+    prompt from one it rewrote."""
     try:
-        return hashlib.sha256(repr(_code_shape(code, 0)).encode("utf-8", "surrogatepass")).hexdigest()
-    except (ValueError, RecursionError):
+        if type(obj) is types.FunctionType:
+            shape: Any = ("code", _code_shape(obj.__code__, 0))
+        else:
+            shape = ("value", encode(obj))
+        return hashlib.sha256(repr(shape).encode("utf-8", "surrogatepass")).hexdigest()
+    except (Unencodable, ValueError, RecursionError):
         return None
 
 

@@ -474,8 +474,8 @@ def _namespace(chan: Channel, c: Compiled, spec: dict) -> dict:
     """A fresh namespace for one job's tests: proxies for the candidate's names, stdlib
     modules imported here, then the task's helpers run here. Unknown names stay unbound."""
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    for name in sorted(c.names.candidate):
-        ns[name] = make_proxy(chan, name)
+    proxies = {name: make_proxy(chan, name) for name in sorted(c.names.candidate)}
+    ns.update(proxies)
     for name in sorted(c.names.stdlib):
         try:
             ns[name] = importlib.import_module(name)
@@ -484,6 +484,7 @@ def _namespace(chan: Channel, c: Compiled, spec: dict) -> dict:
     _flag_shadows(chan, c, spec.get("program_names") or ())
     if c.helpers is not None:
         exec(c.helpers, ns)
+        ns.update(proxies)  # a name the task declares the candidate's stays the candidate's
     return ns
 
 

@@ -72,6 +72,11 @@ def test_a_rewritten_prompt_helper_is_flagged_a_repeated_one_is_not():
     tests = spec(p["test"], p["entry_point"], prompt=p["prompt"])
     done = verdict_done(p["prompt"] + p["canonical_solution"], tests)
     assert done["flags"] == [] and done["results"][0]["status"] == "passed"
+    constant = spec("def check(candidate):\n    assert candidate(K) == K[::-1]\n", prompt="K = [1, 2]\ndef f(x):\n    pass\n")
+    done = verdict_done("K = [1, 2]\ndef f(x):\n    return x\n", constant)
+    assert done["flags"] == [] and done["results"][0]["status"] == "failed"  # repeated, not rewritten
+    done = verdict_done("K = [1]\ndef f(x):\n    return x\n", constant)
+    assert done["flags"] == [flags.SHADOWED_NAME]
     fake = "def encode_cyclic(s):\n    return s\ndef decode_cyclic(s):\n    return s\n"
     done = verdict_done(fake, tests)
     assert done["flags"] == [flags.SHADOWED_NAME] and done["results"][0]["status"] != "passed"
