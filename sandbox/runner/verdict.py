@@ -537,8 +537,9 @@ def plan_assert_check(chan: Channel, spec: dict) -> list[Unit]:
 
 
 def _explained(c: Compiled, unit: Unit) -> Unit:
-    """A unit whose NameError for an unknown name says why the name is not the candidate's."""
-    if not c.names.unknown:
+    """A unit whose NameError for an unknown name, or TypeError for calling a stdlib module,
+    says why the name is not the candidate's."""
+    if not c.names.unknown and not c.names.stdlib:
         return unit
 
     def run() -> None:
@@ -550,6 +551,11 @@ def _explained(c: Compiled, unit: Unit) -> Unit:
             raise NameError(f"the tests use {exc.name!r}, which is not the candidate's (entry_point, fn_name, "
                             "candidate_names), a builtin, a stdlib module or a helper (pass the task's prompt or "
                             "helpers)") from None
+        except TypeError as exc:
+            if "'module' object is not callable" not in str(exc):
+                raise
+            raise TypeError(f"{exc}: the tests call a stdlib module's name ({', '.join(sorted(c.names.stdlib))}); "
+                            "a function of the program's so named must be listed in candidate_names") from None
 
     return run
 

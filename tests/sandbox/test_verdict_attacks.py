@@ -73,6 +73,12 @@ async def test_a_function_named_like_a_builtin_must_be_declared(pool):
     assert r.passed == 2, r
     r = await pool.run(job(program, {"kind": "assert", "asserts": asserts}))  # undeclared: the builtin sum
     assert r.passed == 0 and all("TypeError" in t.message for t in r.tests), r
+    named_like_a_module = "def heapq(xs):\n    return sorted(xs)[:1]\n"
+    tests = {"kind": "assert", "asserts": ["assert heapq([3, 1, 2]) == [1]"]}
+    r = await pool.run(job(named_like_a_module, dict(tests, candidate_names=["heapq"])))
+    assert r.passed == 1, r
+    r = await pool.run(job(named_like_a_module, tests))
+    assert r.passed == 0 and "candidate_names" in r.tests[0].message, r
 
 
 def _problem(task_id: str) -> dict:
