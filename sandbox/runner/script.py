@@ -208,15 +208,15 @@ class ExecRun:
     def answer(self) -> dict:
         out = self.out
         stderr = out.stderr.decode("utf-8", "replace")
-        extra = [self.error] if self.error else self.notes
-        if extra:
-            stderr += "".join(f"[runner] {line}\n" for line in extra)
+        if self.error:  # the program did not run: its stderr is ours to use
+            stderr += f"[runner] {self.error}\n"
+        message = "; ".join(([out.message] if out.message else []) + self.notes)[:1000]
         return {
             "event": "exec_done",
             "status": out.status if out.syntax_ok else "error",
             "syntax_ok": out.syntax_ok,
             "return_code": out.exit,
-            "message": out.message,
+            "message": message,  # with why a fetched file was left out
             "time_s": out.time_s,
             "exec_stdout": out.stdout.decode("utf-8", "replace"),
             "exec_stderr": stderr,
