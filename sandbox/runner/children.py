@@ -280,7 +280,7 @@ class Children:
             c.pending_stdin = b""
         if not c.pending_stdin:
             self.sel.unregister(c.stdin_w)
-            _close_fd(c, "stdin_w")
+            close_fd(c, "stdin_w")
 
     # -------------------------------------------------------------- candidates
     def request_spawn(self) -> None:
@@ -330,7 +330,7 @@ class Children:
             fd = getattr(c, attr)
             if fd >= 0:
                 self.sel.unregister(fd)
-                _close_fd(c, attr)
+                close_fd(c, attr)
 
     def send_candidate(self, c: Candidate, obj: dict) -> bool:
         try:
@@ -536,7 +536,7 @@ class Children:
         limits.kill_uids({self.c_uid, self.v_uid})
 
 
-def _close_fd(c: Candidate, attr: str) -> None:
+def close_fd(c: Candidate, attr: str) -> None:
     fd = getattr(c, attr)
     if fd >= 0:
         try:

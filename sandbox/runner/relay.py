@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from . import flags, verdict
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
-from .progress import MAX_TESTS
+from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
 # what makes `runs` false even where the loader said the top level ran
@@ -351,7 +351,7 @@ class FunctionRun:
         return min(wake, started + self.timeout + 0.001)
 
 
-_STATUSES = frozenset({"passed", "failed", "error", "timeout", "memory", "output_limit", "aborted", "protocol_error"})
+_STATUSES = frozenset(STATUSES[1:])  # what a verdict process may report for a test
 
 
 def _count_tests_here(spec: dict) -> dict:

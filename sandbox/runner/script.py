@@ -10,16 +10,13 @@ nothing more comes).
 from __future__ import annotations
 
 import base64
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import files, limits
-from .children import KEEP_BYTES, Candidate, Children, OutputMeter, exit_reason
+from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
 from .compare import stdout_matches
-
-WRITE = 4  # select.EPOLLOUT
 
 
 @dataclass
@@ -61,7 +58,7 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
             ch.sel.register(c.stdin_w, WRITE, ("cin", c))
         else:
             ch.sel.unregister(c.stdin_w)
-            _close_stdin(c)
+            close_fd(c, "stdin_w")
         settled = ch.wait_settled(c, deadline)
         if settled and c.channel.load.syntax_ok is False:
             why = c.channel.load.message
@@ -100,15 +97,6 @@ def _await_end(ch: Children, c: Candidate, deadline: float, out: ScriptEnd) -> N
         out.exit = int(note.get("code", 1))
         if out.exit != 0:
             out.status, out.message = "error", f"exit code {out.exit}"
-
-
-def _close_stdin(c: Candidate) -> None:
-    if c.stdin_w >= 0:
-        try:
-            os.close(c.stdin_w)
-        except OSError:
-            pass
-        c.stdin_w = -1
 
 
 class StdioRun:
