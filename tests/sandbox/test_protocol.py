@@ -89,12 +89,16 @@ async def test_crashing_top_level_does_not_claim_runs(pool):
     stdio = FORGE + "spray('{\"exit\":0,\"exc_type\":\"\"}')\nprint(input())\nraise RuntimeError('boom')\n"
     function = FORGE + ("spray('{\"runs\":true,\"message\":\"\",\"names\":[\"f\"]}')\n"
                         "def f(x):\n    return x * x\nraise RuntimeError('boom')\n")
+    exits = FORGE + ("spray('{\"runs\":true,\"message\":\"\",\"names\":[\"f\"]}')\n"
+                     "def f(x):\n    return x * x\nos._exit(0)\n")
     async with no_runner_lost(pool):
         a = await pool.run(job(stdio, STDIO))
         b = await pool.run(job(function, ASSERTS))
+        c = await pool.run(job(exits, ASSERTS))
     assert not a.runs and a.passed == 0, a
     assert not b.runs and b.passed == 0, b
     assert flags.CONTROL_CHANNEL in b.flags, b
+    assert not c.runs and c.passed == 0 and flags.EARLY_EXIT in c.flags, c
 
 
 async def test_exit_status_of_an_honest_script_is_the_kernels(pool):
