@@ -84,8 +84,7 @@ class Supervisor:
             lim = msg["limits"]
             int(lim["output_bytes"]), float(lim["timeout_s"])
         except (ValueError, KeyError, TypeError) as exc:
-            self.emit({"event": "done", "error": f"bad job: {exc}"[:300], "syntax_ok": False, "runs": False,
-                       "passed": 0, "total": 0, "tests": []})
+            self.emit(_bad_job(msg, f"bad job: {type(exc).__name__}: {exc}"[:300]))
             return
         ch.exits.clear()
         scratch = self.fresh_scratch()
@@ -134,3 +133,12 @@ class Supervisor:
             return limits.make_scratch(base, f"s{self.slot}-{self.jobs}-{os.urandom(4).hex()}", self.ch.c_uid)
         except OSError as exc:
             raise InfraFailure(f"cannot make a scratch directory: {exc}") from None
+
+
+def _bad_job(msg: dict, why: str) -> dict:
+    """The answer to a job message we cannot run, in the shape its client reads."""
+    if msg.get("op") == "exec":
+        return {"event": "exec_done", "status": "error", "syntax_ok": False, "return_code": None, "message": why,
+                "time_s": 0.0, "exec_stdout": "", "exec_stderr": why + "\n", "files": {}, "flags": []}
+    return {"event": "done", "error": why, "syntax_ok": False, "runs": False, "passed": 0, "total": 0, "tests": [],
+            "flags": []}

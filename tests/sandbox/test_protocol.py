@@ -18,7 +18,7 @@ from sandbox import ExecRequest, Limits, make_pool
 from sandbox.jobs import ExecFile
 from sandbox.runner import flags
 from tests.conftest import kind_params
-from tests.sandbox.conftest import assert_still_serves, job
+from tests.sandbox.conftest import job, no_runner_lost
 
 # Writes `lie` (raw JSON text) as a frame to every descriptor the program may hold open: the
 # control channel is among them unless the runner closed it.
@@ -38,16 +38,6 @@ def spray(*lies):
 
 STDIO = {"kind": "stdio", "cases": [{"stdin": "7\n", "stdout": "7\n"}, {"stdin": "8\n", "stdout": "8\n"}]}
 ASSERTS = {"kind": "assert", "asserts": ["assert f(2) == 4", "assert f(3) == 9"]}
-
-
-@contextlib.asynccontextmanager
-async def no_runner_lost(pool):
-    """Around an attack: the same runners serve afterwards, none replaced, no infra error."""
-    before = (sorted(h.ident for h in pool.handles()), pool.restarts, pool.infra_errors)
-    yield
-    await assert_still_serves(pool)
-    after = (sorted(h.ident for h in pool.handles()), pool.restarts, pool.infra_errors)
-    assert after == before, (before, after)
 
 
 # --------------------------------------------------------------- finding 5: forged exit / runs
