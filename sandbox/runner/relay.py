@@ -65,8 +65,8 @@ class FunctionRun:
             return
         self.n = plan["n"]
         self.results = [None] * self.n
-        if self.outcome["runs"] and self.cand is not None:
-            self.check_quiet(self.cand)  # a frame after the load frame: its top level wrote it
+        if self.outcome["runs"] and self.cand is not None and not self.quiet(self.cand):
+            self.outcome = self.broke_protocol(self.cand, self.outcome)
 
     def run(self) -> None:
         if self.error:
@@ -131,11 +131,13 @@ class FunctionRun:
         self.ch.kill_candidate(c)
         return {**outcome, "runs": False, "message": f"candidate broke the runner protocol: {v.why}"[:300]}
 
-    def check_quiet(self, c: Candidate) -> None:
-        """Nothing may wait on a loaded candidate's channel before its first call."""
-        if self.ch.unasked_bytes(c):
-            self.ch.violated(c, Violation(flags.CONTROL_CHANNEL, "wrote frames after its load frame"))
-            self.outcome = self.broke_protocol(c, self.outcome)
+    def quiet(self, c: Candidate) -> bool:
+        """Nothing may wait on a loaded candidate's channel before its first call: a frame
+        there was written by its top level (our loader writes one load frame, then waits)."""
+        if not self.ch.unasked_bytes(c):
+            return True
+        self.ch.violated(c, Violation(flags.CONTROL_CHANNEL, "wrote frames after its load frame"))
+        return False
 
     def drop_candidate(self, reason: tuple[str, str] | None) -> None:
         if self.cand:
@@ -172,14 +174,18 @@ class FunctionRun:
         saved = (m.unit_out, m.over_limit, m.unit_index)
         self.cand, again = self.load(self.n)
         m.unit_out, m.over_limit, m.unit_index = saved
-        if again["runs"]:
-            self.check_quiet(self.cand)
-        if again["runs"] and not self.cand.killed:
+        if again["runs"] and self.quiet(self.cand):
             self.ch.give_candidate(self.cand)
+            return
+        c, self.cand = self.cand, None  # charged to test i here, never again to the next one
+        if c.violation is not None:
+            self.flags.add(c.violation.flag)
+            status, why = "protocol_error", f"candidate broke the runner protocol: {c.violation.why}"
         else:
-            status = "protocol_error" if self.cand.violation is not None else "error"
-            self.override.setdefault(i, (status, "program failed to reload: " + again["message"]))
-            self.ch.give_candidate(None)
+            status, why = "error", again["message"]
+        self.ch.kill_candidate(c)
+        self.override.setdefault(i, (status, f"program failed to reload: {why}"[:300]))
+        self.ch.give_candidate(None)
 
     # ----------------------------------------------------------------- verdict
     def send_job(self, start: int) -> None:

@@ -156,6 +156,22 @@ async def test_exiting_during_a_call_is_flagged_early_exit(pool):
     assert flags.EARLY_EXIT in r.flags and not r.runs, r
 
 
+async def test_a_reload_that_breaks_the_protocol_fails_only_its_test(pool):
+    """First load honest, exits in its first call; every reload then writes garbage at its
+    top level (it counts its loads in its scratch directory)."""
+    program = FORGE + (
+        "n = len([x for x in os.listdir('.') if x.startswith('load')])\n"
+        "open(f'load{n}', 'w').close()\n"
+        "if n >= 1:\n    spray('{{{')\n"
+        "def f(x):\n    if n == 0:\n        os._exit(0)\n    return x * x\n"
+    )
+    tests = {"kind": "assert", "asserts": ["assert f(2) == 4", "assert f(3) == 9", "assert f(4) == 16"]}
+    async with no_runner_lost(pool):
+        r = await pool.run(job(program, tests))
+    assert [t.status for t in r.tests] == ["error", "protocol_error", "protocol_error"], r
+    assert {flags.EARLY_EXIT, flags.MALFORMED_FRAME} <= set(r.flags) and not r.runs, r
+
+
 async def test_oversize_frame_is_flagged(pool):
     program = ("import os, struct\nfor fd in range(3, 64):\n    try:\n"
                "        os.write(fd, struct.pack('>I', 1 << 30) + b'{' * 4096)\n"
