@@ -25,6 +25,10 @@ __all__ = ["InfraFailure", "Supervisor", "job_kind"]
 
 
 class JobRun(Protocol):
+    """One job of one kind, made per job with (children, message, scratch, emit): everything
+    of that job lives on it. prepare: inputs in place, processes started; run: to the last
+    verdict; stop: its processes end (idempotent); answer: the final frame, flags included."""
+
     def prepare(self) -> None: ...
     def run(self) -> None: ...
     def answer(self) -> dict: ...
