@@ -4,6 +4,8 @@ Each runner serves several connections at once; a connection is a warm superviso
 spawner inside the runner, so connections are kept and reused between jobs. A runner that
 dies (killed, OOM, container gone) is replaced, and the job it held is retried once on
 another runner; if that fails too the caller gets InfraError, never a candidate failure.
+A runner is replaced only when it is gone itself (its host says so, or a fresh connection
+gets no answer): a lost connection or a busy one (a long cleanup) says nothing about it.
 """
 
 from __future__ import annotations
@@ -96,13 +98,14 @@ class _Runner:
 
 class SandboxPool:
     def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0,
-                 no_runner_timeout: float = 30.0, pin_cpus: bool = True) -> None:
+                 health_timeout: float = 5.0, no_runner_timeout: float = 30.0, pin_cpus: bool = True) -> None:
         if size < 1 or per_runner < 1:
             raise ValueError("size and per_runner must be >= 1")
         self.host = host
         self.size = size
         self.per_runner = per_runner
         self.health_interval = health_interval
+        self.health_timeout = health_timeout  # for one ping's answer
         self.no_runner_timeout = no_runner_timeout
         # a dynamic host (socketdir) is not sized by us: its runners come and go on their own,
         # `discover()` adds them on each health tick and a dead one is dropped, not replaced
@@ -295,7 +298,8 @@ class SandboxPool:
             except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 log.warning("runner %s lost a job (attempt %d): %s", r.handle.ident, attempt + 1, last)
-                self._mark_dead(r)
+                if not await self._answers(r):
+                    self._mark_dead(r)
                 avoid = r
             finally:
                 if taken:
@@ -415,20 +419,41 @@ class SandboxPool:
             return False
         if not r.idle:
             return os.path.exists(r.handle.socket_path) or r.in_flight > 0
-        conn = r.idle.pop()
+        conn = r.idle.popleft()  # idle longest: the one whose cleanup is most likely over
         try:
-            await asyncio.wait_for(self._ping(conn), 5)
-        except Exception:  # noqa: BLE001
+            await asyncio.wait_for(self._ping(conn), self.health_timeout)
+        except Exception:  # noqa: BLE001 - busy (a long cleanup) or broken: that connection only
             conn.close()
-            return False
+            return await self._answers(r, check_host=False)
         r.idle.append(conn)
         return True
 
-    async def _ping(self, conn: _Conn) -> None:
+    async def _answers(self, r: _Runner, check_host: bool = True) -> bool:
+        """Whether the runner itself lives: its host says so and a fresh connection gets an
+        answer (a pong, or the refusal of a runner with every slot busy)."""
+        if check_host:
+            with contextlib.suppress(Exception):
+                if not await self.host.is_alive(r.handle):
+                    return False
+        conn = None
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(r.handle.socket_path, limit=MAX_FRAME), self.health_timeout)
+            conn = _Conn(reader, writer)
+            await asyncio.wait_for(self._ping(conn, refusal_ok=True), self.health_timeout)
+            return True
+        except Exception:  # noqa: BLE001
+            return False
+        finally:
+            if conn is not None:
+                conn.close()
+
+    async def _ping(self, conn: _Conn, refusal_ok: bool = False) -> None:
         await conn.send({"op": "ping"})
         ev = await conn.recv()
-        if ev.get("event") != "pong":
-            raise RunnerLost("bad pong")
+        if ev.get("event") == "pong" or (refusal_ok and ev.get("event") == "infra_error"):
+            return
+        raise RunnerLost("bad pong")
 
 
 class CpuPlan:

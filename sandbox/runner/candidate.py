@@ -127,19 +127,22 @@ def _load(ctrl: socket.socket, program: str, name: str) -> tuple[types.CodeType 
 
 
 def _run_main(ctrl: socket.socket, program: str) -> int:
-    """stdio mode: run the program as __main__ on our stdin; report how it ended."""
+    """stdio mode: run the program as __main__ on our stdin. The control channel is closed
+    before the program's code runs: how it ended is what the kernel tells the supervisor
+    (this process's exit status), its output what the supervisor read from the pipes."""
     code, ns = _load(ctrl, program, "__main__")
+    ctrl.close()
     if code is None:
         return 0
     status = 0
-    exc_name = ""
     try:
         exec(code, ns)
     except SystemExit as exc:
         status = _exit_code(exc.code)
-    except BaseException as exc:  # noqa: BLE001 - reported, not trusted
+        if exc.code is not None and type(exc.code) is not int:
+            _print_exit_message(exc.code)
+    except BaseException:  # noqa: BLE001 - its traceback is its stderr, as python prints it
         status = 1
-        exc_name = type(exc).__name__
         try:
             import traceback
 
@@ -151,11 +154,15 @@ def _run_main(ctrl: socket.socket, program: str) -> int:
             stream.flush()
         except BaseException:  # noqa: BLE001
             status = status or 1
+    return status
+
+
+def _print_exit_message(message: object) -> None:
+    """What python prints for `sys.exit("text")`."""
     try:
-        framing.send_frame(ctrl, {"exit": status, "exc_type": exc_name})
+        print(message, file=sys.stderr)
     except BaseException:  # noqa: BLE001
         pass
-    return status
 
 
 def _exit_code(code: object) -> int:

@@ -35,14 +35,25 @@ class FrameError(Exception):
     """The peer sent something that is not a frame we accept."""
 
 
-def encode_frame(obj: Any) -> bytes:
-    data = _encode(obj).encode("utf-8", "surrogatepass")
+class OversizeFrame(FrameError):
+    """A frame's header announced more bytes than the reader accepts."""
+
+
+class MalformedFrame(FrameError):
+    """The bytes are not one JSON value in UTF-8 (or a bound of the decoder was hit, such as
+    the 4300-digit limit on integers)."""
+
+
+def encode_frame(obj: Any, errors: str = "surrogatepass") -> bytes:
+    """One frame. `errors="replace"` makes the body valid UTF-8 whatever strings it holds
+    (lone surrogates become "?"), for a peer that must re-serialise them."""
+    data = _encode(obj).encode("utf-8", errors)
     return HEADER.pack(len(data)) + data
 
 
-def send_frame(sock: socket.socket, obj: Any, timeout: float | None = None) -> None:
+def send_frame(sock: socket.socket, obj: Any, timeout: float | None = None, errors: str = "surrogatepass") -> None:
     """Send one frame; with a timeout a peer that stops reading cannot stall us."""
-    data = encode_frame(obj)
+    data = encode_frame(obj, errors)
     if timeout is None:
         _blocking(sock)
         sock.sendall(data)
@@ -76,11 +87,11 @@ def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
         return None
     (size,) = HEADER.unpack(header)
     if size > limit:
-        raise FrameError(f"frame of {size} bytes exceeds {limit}")
+        raise OversizeFrame(f"frame of {size} bytes exceeds {limit}")
     body = _recv_exact(sock, size)
     if body is None:
         raise FrameError("connection closed inside a frame")
-    return _decode(body)
+    return decode_body(body)
 
 
 _ANSWER_READ = 8192
@@ -98,13 +109,13 @@ def recv_answer(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
         data += _recv_rest(sock, HEADER.size - len(data))
     (size,) = HEADER.unpack_from(data)
     if size > limit:
-        raise FrameError(f"frame of {size} bytes exceeds {limit}")
+        raise OversizeFrame(f"frame of {size} bytes exceeds {limit}")
     end = HEADER.size + size
     if len(data) < end:
         data += _recv_rest(sock, end - len(data))
     elif len(data) > end:
-        raise FrameError("bad frame: data after an answer")
-    return _decode(memoryview(data)[HEADER.size :])
+        raise MalformedFrame("bad frame: data after an answer")
+    return decode_body(memoryview(data)[HEADER.size :])
 
 
 def _recv_rest(sock: socket.socket, n: int) -> bytes:
@@ -121,14 +132,17 @@ def _blocking(sock: socket.socket) -> None:
         sock.setblocking(True)
 
 
-def _decode(body: bytes | memoryview) -> Any:
+def decode_body(body: bytes | memoryview) -> Any:
+    """The JSON value of a frame's body; MalformedFrame for anything else. ValueError covers
+    bad UTF-8, bad JSON and an integer over the interpreter's digit limit, which a peer can
+    write as easily as any other number."""
     try:
         text = str(body, "utf-8", "surrogatepass")
         obj, end = _raw_decode(text)  # our frames carry no whitespace around the value
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise FrameError(f"bad frame: {exc}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise MalformedFrame(f"bad frame: {str(exc)[:200]}") from None
     if end != len(text):
-        raise FrameError("bad frame: data after the value")
+        raise MalformedFrame("bad frame: data after the value")
     return obj
 
 
@@ -159,10 +173,10 @@ class FrameReader:
         while len(self.buf) >= HEADER.size:
             (size,) = HEADER.unpack_from(self.buf)
             if size > self.limit:
-                raise FrameError(f"frame of {size} bytes exceeds {self.limit}")
+                raise OversizeFrame(f"frame of {size} bytes exceeds {self.limit}")
             if len(self.buf) < HEADER.size + size:
                 break
             body = bytes(self.buf[HEADER.size : HEADER.size + size])
             del self.buf[: HEADER.size + size]
-            frames.append(_decode(body))
+            frames.append(decode_body(body))
         return frames

@@ -17,7 +17,7 @@ import time
 GEN = struct.Struct("<q")  # a sequence lock: odd while the verdict process is writing
 BODY = struct.Struct("<qd")  # current test index (-1 none), its start (monotonic clock)
 HEAD_SIZE = 32
-STATUSES = ("", "passed", "failed", "error", "timeout", "memory", "output_limit", "aborted")
+STATUSES = ("", "passed", "failed", "error", "timeout", "memory", "output_limit", "aborted", "protocol_error")
 CODE = {name: i for i, name in enumerate(STATUSES)}
 SIZE = 1 << 16
 MAX_TESTS = SIZE - HEAD_SIZE

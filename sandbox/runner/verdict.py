@@ -85,13 +85,15 @@ class Channel:
         try:
             framing.send_frame(self.cand, {**msg, "id": self.call_id})
             reply = framing.recv_answer(self.cand)
-        except (framing.FrameError, ValueError):  # ValueError: a >4300-digit decimal int in the JSON
-            reply, why = None, "protocol"
-        except OSError:
+        except framing.OversizeFrame:
+            reply, why = None, "oversize"
+        except framing.MalformedFrame:
+            reply, why = None, "malformed"
+        except (framing.FrameError, OSError):  # gone, mid-frame or before
             reply = None
         if not isinstance(reply, dict) or reply.get("id") != self.call_id:
             if reply is not None:
-                why = "protocol"
+                why = "protocol" if isinstance(reply, dict) else "malformed"  # not this call's answer
             self._lose(why)
             raise Aborted("candidate lost")
         return reply

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pytest_asyncio
@@ -29,6 +30,16 @@ async def assert_still_serves(pool) -> None:
     """After an attack, the pool must still grade an honest program correctly."""
     r = await pool.run(CANARY)
     assert (r.syntax_ok, r.runs, r.passed, r.total) == (True, True, 2, 2), r
+
+
+@contextlib.asynccontextmanager
+async def no_runner_lost(pool):
+    """Around an attack: the same runners serve afterwards, none replaced, no infra error."""
+    before = (sorted(h.ident for h in pool.handles()), pool.restarts, pool.infra_errors)
+    yield
+    await assert_still_serves(pool)
+    after = (sorted(h.ident for h in pool.handles()), pool.restarts, pool.infra_errors)
+    assert after == before, (before, after)
 
 
 # A secret in the server's environment: no job may ever see it.

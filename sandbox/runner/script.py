@@ -1,0 +1,225 @@
+"""A script run: the program as __main__ on stdin, once per stdio case or once for an exec job.
+
+Everything reported comes from what the supervisor observes: the kernel's exit status (the
+spawner's note), its own clock, and the pipes it reads. The candidate's only frame is the
+syntax check, sent before any of the program's code runs; the candidate closes its control
+channel right after, so the program has nothing to forge with (protocol.py checks that
+nothing more comes).
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import files, limits
+from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
+from .compare import stdout_matches
+
+
+@dataclass
+class ScriptEnd:
+    """How one run of the script ended, as the supervisor saw it."""
+
+    syntax_ok: bool = True
+    status: str = "finished"
+    message: str = ""
+    exit: int | None = None
+    time_s: float = 0.0
+    stdout: bytes = b""
+    stderr: bytes = b""
+    flag: str = ""
+
+
+def encode_stdin(text: str) -> bytes:
+    """Bytes for the program's stdin; a lone surrogate (which no UTF-8 has) becomes "?"."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace")
+
+
+def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) -> ScriptEnd:
+    """Run the program once; what it printed and how it ended."""
+    meter = ch.meter
+    c = ch.take_candidate("script")
+    meter.start_unit()
+    t0 = time.monotonic()
+    deadline = t0 + float(lim["timeout_s"])
+    before = {k: len(v) for k, v in meter.kept.items()}
+    out = ScriptEnd()
+    c.pending_stdin = encode_stdin(stdin)
+    if not ch.send_candidate(c, ch.load_message(c, "main", program, scratch, lim, 1)):
+        out.status, out.message = "error", "candidate did not start"
+    else:
+        if c.pending_stdin:
+            ch.sel.register(c.stdin_w, WRITE, ("cin", c))
+        else:
+            ch.sel.unregister(c.stdin_w)
+            close_fd(c, "stdin_w")
+        settled = ch.wait_settled(c, deadline)
+        if settled and c.channel.load.syntax_ok is False:
+            why = c.channel.load.message
+            out.syntax_ok, out.status, out.message, out.exit = False, "error", why, 1
+            meter.kept["stderr"] += why.encode("utf-8", "replace") + b"\n"
+        else:
+            _await_end(ch, c, deadline, out)
+    ch.kill_candidate(c)
+    limits.kill_uids({ch.c_uid})
+    out.time_s = round(time.monotonic() - t0, 6)
+    out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
+    out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
+    return out
+
+
+def _await_end(ch: Children, c: Candidate, deadline: float, out: ScriptEnd) -> None:
+    """Until the kernel says the program ended and its pipes are drained, or a limit hits."""
+    meter = ch.meter
+    while (c.open_pipes > 0 or c.pid not in ch.exits) and not c.killed and not meter.over_limit:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        ch.pump(left)
+    note = ch.exits.get(c.pid)
+    if c.violation is not None:
+        out.flag = c.violation.flag
+        out.status, out.message = "error", f"candidate broke the runner protocol: {c.violation.why}"[:300]
+    elif meter.over_limit:
+        out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
+    elif note is None or c.open_pipes > 0:
+        out.status, out.message = "timeout", "wall-clock limit exceeded"
+    elif note.get("signal"):
+        out.status, out.message = exit_reason(note)
+        out.exit = -int(note["signal"])
+    else:
+        out.exit = int(note.get("code", 1))
+        if out.exit != 0:
+            out.status, out.message = "error", f"exit code {out.exit}"
+
+
+class StdioRun:
+    """stdio tests: the script once per case, its stdout compared here."""
+
+    def __init__(self, ch: Children, msg: dict, scratch: str, emit: Callable[[dict], None]) -> None:
+        self.ch = ch
+        self.program = msg["program"]
+        self.cases = msg["tests"]["cases"]
+        self.tol = msg["tests"].get("float_tolerance")
+        self.lim = msg["limits"]
+        self.scratch = scratch
+        self.emit = emit
+        out_limit = int(self.lim["output_bytes"])
+        ch.meter = OutputMeter(out_limit, max(out_limit, KEEP_BYTES))
+        self.results: list[dict] = []
+        self.syntax_ok, self.runs = True, False
+        self.flags: set[str] = set()
+
+    def prepare(self) -> None:
+        pass
+
+    def run(self) -> None:
+        n, kept = len(self.cases), self.ch.meter.kept
+        for i, case in enumerate(self.cases):
+            mark = len(kept["stdout"])
+            out = run_script(self.ch, self.program, case.get("stdin", ""), self.scratch, self.lim)
+            if out.flag:
+                self.flags.add(out.flag)
+            if not out.syntax_ok:
+                self.syntax_ok = False
+                self.emit({"event": "load", "syntax_ok": False, "runs": False, "message": out.message, "total": n})
+                for j in range(n):
+                    r = {"status": "error", "time_s": 0.0, "message": "program has a syntax error: " + out.message}
+                    self.results.append(r)
+                    self.emit({"event": "test", "index": j, **r})
+                return
+            if i == 0:
+                self.emit({"event": "load", "syntax_ok": True, "runs": True, "message": "", "total": n})
+            if out.status == "finished" and out.exit == 0:
+                self.runs = True
+            text = out.stdout.decode("utf-8", "replace")
+            del kept["stdout"][mark:]  # keep per-job output small: only the first case's is reported
+            if i == 0:
+                kept["stdout"] += out.stdout[:KEEP_BYTES]
+            if out.status != "finished":
+                r = {"status": out.status, "message": out.message}
+            elif stdout_matches(text, case["stdout"], self.tol):
+                r = {"status": "passed", "message": ""}
+            else:
+                r = {"status": "failed", "message": "wrong output: " + _first_difference(text, case["stdout"])}
+            r["time_s"] = out.time_s
+            self.results.append(r)
+            self.emit({"event": "test", "index": i, **r})
+
+    def answer(self) -> dict:
+        kept = self.ch.meter.kept
+        kept["stderr"] = kept["stderr"][:KEEP_BYTES]
+        passed = sum(1 for r in self.results if r["status"] == "passed")
+        return {"event": "done", "syntax_ok": self.syntax_ok, "runs": self.runs, "message": "", "passed": passed,
+                "total": len(self.cases), "tests": self.results, "flags": sorted(self.flags)}
+
+    def stop(self) -> None:
+        pass  # run_script ends each candidate itself
+
+
+class ExecRun:
+    """An exec job (SandboxFusion's run_code): files in, the script once, files out."""
+
+    def __init__(self, ch: Children, msg: dict, scratch: str, emit: Callable[[dict], None]) -> None:
+        self.ch = ch
+        self.msg = msg
+        self.lim = msg["limits"]
+        self.scratch = scratch
+        out_limit = int(self.lim["output_bytes"])
+        ch.meter = OutputMeter(out_limit, out_limit)
+        self.error = ""  # the job's own input was bad: the program does not run
+        self.out = ScriptEnd()
+        self.files: dict[str, str] = {}
+        self.notes: list[str] = []
+
+    def prepare(self) -> None:
+        uid = self.ch.c_uid if limits.can_switch_uid() else None
+        self.error = files.write_all(self.scratch, self.msg.get("files", []), uid)
+
+    def run(self) -> None:
+        if self.error:
+            self.out = ScriptEnd(syntax_ok=False, status="error", message=self.error)
+            return
+        stdin = self.msg.get("stdin", "")
+        self.out = run_script(self.ch, self.msg["program"], stdin if isinstance(stdin, str) else "", self.scratch,
+                              self.lim)
+        # the answer is one frame: what is fetched stays within the output the job may keep
+        got, self.notes = files.fetch_all(self.scratch, self.msg.get("fetch_files", []), self.ch.meter.keep)
+        self.files = {k: base64.b64encode(v).decode("ascii") for k, v in got.items()}
+
+    def answer(self) -> dict:
+        out = self.out
+        stderr = out.stderr.decode("utf-8", "replace")
+        if self.error:  # the program did not run: its stderr is ours to use
+            stderr += f"[runner] {self.error}\n"
+        message = "; ".join(([out.message] if out.message else []) + self.notes)[:1000]
+        return {
+            "event": "exec_done",
+            "status": out.status if out.syntax_ok else "error",
+            "syntax_ok": out.syntax_ok,
+            "return_code": out.exit,
+            "message": message,  # with why a fetched file was left out
+            "time_s": out.time_s,
+            "exec_stdout": out.stdout.decode("utf-8", "replace"),
+            "exec_stderr": stderr,
+            "files": self.files,
+            "flags": [out.flag] if out.flag else [],
+        }
+
+    def stop(self) -> None:
+        pass
+
+
+def _first_difference(actual: str, expected: str) -> str:
+    a = actual.rstrip().splitlines()
+    e = expected.rstrip().splitlines()
+    for i, (x, y) in enumerate(zip(a, e)):
+        if x.rstrip() != y.rstrip():
+            return f"line {i + 1}: expected {y[:60]!r}, got {x[:60]!r}"
+    return f"expected {len(e)} lines, got {len(a)}"
