@@ -17,8 +17,10 @@ from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, Ou
 from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
-# what makes `runs` false even where the loader said the top level ran
-NOT_RUNNING = frozenset({flags.CONTROL_CHANNEL, flags.MALFORMED_FRAME, flags.OVERSIZE_FRAME, flags.EARLY_EXIT})
+# what makes `runs` false even where the loader said the top level ran. `runs` means the module
+# alone executes without an exception or exit (shared/data's convention): a program whose function
+# exits during a call still ran; one that wrote frames nobody asked for did not run honestly.
+NOT_RUNNING = frozenset({flags.CONTROL_CHANNEL, flags.MALFORMED_FRAME, flags.OVERSIZE_FRAME})
 
 
 class FunctionRun:
@@ -44,6 +46,7 @@ class FunctionRun:
         self.results: list[dict | None] = []
         self.override: dict[int, tuple[str, str]] = {}  # test -> what ended it, said by us
         self.kill_reason: tuple[str, str] | None = None  # why we killed the candidate, if we did
+        self.top_level_ended = False  # a candidate died before reading a call: its top level ended
         self.killed_at: dict[int, float] = {}  # test -> when we killed its candidate for time
         self.verdict_waits = False
         self.job_deadline = 0.0
@@ -88,7 +91,7 @@ class FunctionRun:
             return {"event": "done", "error": self.error, "syntax_ok": False, "runs": False, "passed": 0,
                     "total": 0, "tests": [], "flags": sorted(self.flags)}
         passed = sum(1 for r in self.results if r and r["status"] == "passed")
-        runs = bool(self.outcome["runs"]) and not (self.flags & NOT_RUNNING)
+        runs = bool(self.outcome["runs"]) and not (self.flags & NOT_RUNNING) and not self.top_level_ended
         return {"event": "done", **self.outcome, "runs": runs, "passed": passed, "total": self.n,
                 "tests": self.results, "flags": sorted(self.flags)}
 
@@ -156,9 +159,11 @@ class FunctionRun:
                 reason = ("protocol_error", f"candidate broke the runner protocol ({loss})")
             else:
                 reason = self.ch.death_status(c, False)
-                if loss == "eof" and ended_itself(self.ch.exits.get(c.pid)):
+                if loss in ("eof", "unread") and ended_itself(self.ch.exits.get(c.pid)):
                     self.flags.add(flags.EARLY_EXIT)
                     reason = (reason[0], f"{reason[1]} during a call")
+                if loss == "unread":
+                    self.top_level_ended = True  # it never read the call: its top level ended
         if c is not None:
             self.ch.kill_candidate(c)
             self.cand = None

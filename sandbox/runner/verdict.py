@@ -89,6 +89,10 @@ class Channel:
             reply, why = None, "oversize"
         except framing.MalformedFrame:
             reply, why = None, "malformed"
+        except (BrokenPipeError, ConnectionResetError):
+            # the kernel says the call was never read: the candidate was gone (or going) before
+            # it was asked, i.e. its top level ended, whatever its load frame claimed
+            reply, why = None, "unread"
         except (framing.FrameError, OSError):  # gone, mid-frame or before
             reply = None
         if not isinstance(reply, dict) or reply.get("id") != self.call_id:

@@ -280,5 +280,7 @@ async def test_a_candidate_that_balks_at_the_helper_fingerprint_costs_only_its_t
         STALL_DIGEST.replace('if hasattr(_mod, "code_digest")', "if False")
     tests = {"kind": "assert", "test": p["test"], "entry_point": p["entry_point"], "prompt": p["prompt"]}
     r = await pool.run(job(p["prompt"] + p["canonical_solution"] + patch, tests, timeout_s=10.0))
-    assert r.runs and r.passed == r.total == 1, r  # a fresh candidate answered the tests
+    # a fresh candidate answered the tests; tampering with the runner's own requests is a protocol
+    # break (runs is false after one, as after any) and shows in the telemetry
+    assert r.passed == r.total == 1 and r.flags, r
     await assert_still_serves(pool)
