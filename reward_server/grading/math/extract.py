@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from .numwords import find_number_words
+
 _BOX_RE = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _MARKER_RE = re.compile(
     r"(?:final\s+answer\s*(?:is|:)?|the\s+answer\s+is|answer\s+is|answer\s*:|\banswer\b(?=\s*[\\$]))"
@@ -14,6 +16,8 @@ _MARKER_RE = re.compile(
 _NUMBER_RE = re.compile(
     r"\\frac\{-?\d+\}\{\d+\}"
     r"|(?<![A-Za-z\d])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?!\d)"
+    # thousands groups written with (thin) spaces, \, or {,}: 123 456, 4\,096, 14{,}916
+    r"|(?<![A-Za-z\d.,])-?\d{1,3}(?:(?:\\[,;: ]|\{,\}|[ \u2009\u202f\u00a0])\d{3})+(?:\.\d+)?(?![\d,.]\d)(?!\d)"
     r"|(?<![A-Za-z\d])-?\d+(?:[.,]\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?\s*(?:%|\\%)?"
     r"|(?<![A-Za-z\d])-?\.\d+"
 )
@@ -172,6 +176,9 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
             return Extracted(None, how="unclosed <think>")
         text = t
     text = text.replace("<|begin_of_box|>", "\\boxed{").replace("<|end_of_box|>", "}")
+    gsm = gsm8k_answer(text)
+    if gsm is not None:
+        return Extracted(gsm, how="####")
     boxes = find_boxes(text)
     markers = list(_MARKER_RE.finditer(text))
     if boxes and not (markers and markers[-1].start() > boxes[-1][1] and _sentence(
@@ -190,21 +197,114 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
             if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _MATH_RE.fullmatch(seg.strip()):
                 tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
                 seg = tail.strip()
-            return Extracted(unwrap_math(seg).strip(" .\"'"), how="phrase")
+            return Extracted(unwrap_math(seg).strip(" .\"'"), how="phrase", lead=text[max(0, m.end() - 60) : m.end()])
     stripped = text.strip()
     if not stripped:
         return Extracted(None, how="empty")
-    if is_reference or not is_prose(stripped):
+    if not is_reference:
+        text = cut_verification(text)
+        stripped = text.strip()
+    if is_reference or not is_prose(stripped) or _only_number_words(stripped):
         return Extracted(unwrap_math(stripped).rstrip(" ."), how="bare")
-    # fallback: the later of the last math block and the last number
     if fallback == "none":
         return Extracted(None, how="no final answer")
+    sol = _solutions_phrase(text)
+    if sol is not None:
+        return sol
+    # fallback: the latest of the last math block, the last number and the last number in words
+    cands = []
     blocks = _math_blocks(text)
+    if blocks:
+        cands.append((blocks[-1][1], blocks[-1][2].strip().rstrip("."), "last math block", blocks[-1][0]))
     nums = list(_NUMBER_RE.finditer(text))
-    cand_block = blocks[-1] if blocks else None
-    cand_num = nums[-1] if nums else None
-    if cand_block and (cand_num is None or cand_num.start() < cand_block[1]):
-        return Extracted(cand_block[2].strip().rstrip("."), how="last math block")
-    if cand_num:
-        return Extracted(cand_num.group(0).strip(), how="last number")
-    return Extracted(None, how="no final answer")
+    if nums:
+        cands.append((nums[-1].end(), nums[-1].group(0).strip(), "last number", nums[-1].start()))
+    # a number in words counts when its sentence has no digits ("... so she has twelve left", but not
+    # "there are 12 sequences for the three conditions"); "one" alone is too often a pronoun
+    words = [r for r in find_number_words(text) if r.words > 1 or r.value not in ("1", "0")]
+    if words and not any(c.isdigit() for c in _sentence_around(text, words[-1].start, words[-1].end)):
+        cands.append((words[-1].end, words[-1].value, "last number in words", words[-1].start))
+    if not cands:
+        return Extracted(None, how="no final answer")
+    end, ans, how, start = max(cands, key=lambda c: (c[0], c[2] == "last math block"))
+    return Extracted(ans, how=how, lead=text[max(0, start - 60) : start])
+
+
+def _sentence_around(text: str, start: int, end: int) -> str:
+    """The sentence (or line) holding text[start:end]."""
+    a = max(text.rfind(c, 0, start) for c in ".!?\n")
+    ends = [i for i in (text.find(c, end) for c in ".!?\n") if i >= 0]
+    return text[a + 1 : min(ends) if ends else len(text)]
+
+
+def gsm8k_answer(text: str) -> str | None:
+    """The '#### 72' answer line of GSM8K (reference fields and models trained on them): the last
+    '####' whose line is the text's last and holds a short answer with a digit (not a heading)."""
+    h = text.rfind("####")
+    if h < 0:
+        return None
+    rest = text[h + 4 :].strip()
+    if not rest or "\n" in rest or len(rest) > 200 or not any(c.isdigit() for c in rest) or is_prose(rest):
+        return None
+    return unwrap_math(rest).rstrip(" .")
+
+
+# a verification after the answer: "x = 4. Check: 2(4)+1 = 9" (at a sentence or line start)
+_VERIFY_RE = re.compile(
+    r"(?:^|(?<=[.!?:;\n]))[ \t*#]*(?:(?:let'?s|let\s+me|we\s+can|to|now|quick(?:ly)?|and)\s+)?"
+    r"(?:double[- ]check|check(?:ing)?|verif(?:y|ying|ication)|sanity[- ]check|plugging\s+(?:back|in))\b",
+    re.IGNORECASE | re.MULTILINE,
+)
+_CONCLUDE_RE = re.compile(r"\b(?:so|therefore|thus|hence|the\s+answer|final)\b|∴", re.IGNORECASE)
+_NUM_TOKEN = re.compile(r"\d+(?:\.\d+)?")
+
+
+def cut_verification(text: str) -> str:
+    """The text before a trailing verification of the answer, when there is one.
+
+    The last verification marker counts when (1) no conclusion ("so", "therefore", "the answer")
+    follows it and (2) it re-uses the last number stated before it (it checks that value);
+    otherwise the text is returned whole."""
+    last = None
+    for m in _VERIFY_RE.finditer(text):
+        last = m
+    if last is None:
+        return text
+    head, tail = text[: last.start()], text[last.start() :]
+    if _CONCLUDE_RE.search(tail[len(last.group(0)):]):
+        return text
+    nums = _NUM_TOKEN.findall(head)
+    if not nums or nums[-1] not in _NUM_TOKEN.findall(tail):
+        return text
+    return head
+
+
+_SOLUTIONS_RE = re.compile(
+    r"\b(?:roots?|solutions?|zeros?|zeroes|x-intercepts?)\b[^.\n$]{0,40}?\b(?:are|is)\b\s*:?|\b(?:roots?|solutions?)\s*:",
+    re.IGNORECASE,
+)
+
+
+def _solutions_phrase(text: str) -> Extracted | None:
+    """'... the roots are 3 and -1.' in prose with no number after that sentence: the whole list."""
+    last = None
+    for m in _SOLUTIONS_RE.finditer(text):
+        last = m
+    if last is None:
+        return None
+    seg = _sentence(_clean_segment(text[last.end() :]))
+    if not seg or not any(c.isdigit() for c in seg):
+        return None
+    after = text[last.end() :]
+    pos = after.find(seg)
+    if pos < 0 or any(c.isdigit() for c in after[pos + len(seg) :]):
+        return None
+    if re.search(r"\s(?:is|are|equals|be)\s", _MATH_RE.sub(" ", seg)):
+        return None
+    return Extracted(unwrap_math(seg).strip(" .\"'"), how="solutions phrase", lead=text[max(0, last.end() - 60) : last.end()])
+
+
+def _only_number_words(text: str) -> bool:
+    """'twenty-one', 'three fifths': a bare answer written in words."""
+    runs = find_number_words(text)
+    return len(runs) == 1 and runs[0].start == 0 and not text[runs[0].end :].strip(" .")

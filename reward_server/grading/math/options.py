@@ -63,6 +63,14 @@ class MathOptions(BaseModel):
         description="When both sides are exact constants that agree to 30 digits, confirm at a precision "
         "scaled to the integers written in them (up to 5000 digits), so 2^(2^-1000) != 1.",
     )
+    rounded_reference: Literal["exact", "precision"] = Field(
+        "exact",
+        description="'precision': a reference decimal with at least 3 significant digits (3.14, 12.57, "
+        "0.3333) is taken as a rounding: an exact, non-terminating answer (pi, 4pi, 1/3) that rounds to it "
+        "at the reference's own number of decimal places is accepted. Decimal answers and exact answers "
+        "that terminate (integers, 157/50) still use rel_tol. 'exact' (default; 'precision' adds a false "
+        "positive on the public set: 33.3 vs 100/3): rel_tol only.",
+    )
     strip_think: bool = Field(
         True,
         description="Grade only the text after the last </think>; an unclosed <think> means no answer.",
