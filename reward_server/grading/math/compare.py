@@ -27,7 +27,7 @@ _DOUBLE_ESC = re.compile(r"(?<!\\)\\\\(?=(?:" + _CMD_NAMES + r")\b)")
 
 
 _CODE_RE = re.compile(
-    r"__\w+__|\b(?:lambda|import|exec|eval|compile|open|getattr|globals|locals|system|subprocess|range)\s*[(:]"
+    r"__[A-Za-z]\w{0,40}?__|\b(?:lambda|import|exec|eval|compile|open|getattr|globals|locals|system|subprocess|range)\s*[(:]"
     r"|\bimport\s+\w|\bfor\s+\w+\s+in\b"
 )
 
@@ -623,17 +623,18 @@ def check(completion: str, answer: str, opts: dict) -> dict:
         completion = completion[-o.max_completion_chars :]
     if len(answer) > o.max_completion_chars:
         return done(0, "too_large", "reference too long")
+    # sizes first: normalisation and parsing only ever see answers of at most max_answer_chars
     ref = extract(answer, is_reference=True)
+    ref_text = ref.joined or ref.answer
+    if ref_text and len(ref_text) > o.max_answer_chars:
+        return done(0, "too_large", "reference answer too long")
     if not ref.answer or not normalize(ref.answer):
         return done(0, "no_answer", "empty reference")
-    ref_text = ref.joined or ref.answer
     pred = extract(completion, o.fallback, o.strip_think)
+    if pred.answer and (len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars):
+        return done(0, "too_large", "answer too long", pred.answer[:200])
     if not pred.answer or not normalize(pred.answer):
         return done(0, "no_answer", pred.how or "no answer found")
-    if len(ref_text) > o.max_answer_chars:
-        return done(0, "too_large", "reference answer too long", pred.answer)
-    if len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars:
-        return done(0, "too_large", "answer too long", pred.answer[:200])
 
     if _CODE_RE.search(pred.answer) or (pred.how in ("last number", "last math block") and _CODE_RE.search(completion)):
         return done(0, "parse_error", "code-like answer refused", pred.answer)

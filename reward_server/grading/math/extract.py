@@ -21,7 +21,7 @@ _NUMBER_RE = re.compile(
     r"|(?<![A-Za-z\d])-?\d+(?:[.,]\d+)?(?:\s*/\s*\d+(?:\.\d+)?)?\s*(?:%|\\%)?"
     r"|(?<![A-Za-z\d])-?\.\d+"
 )
-_MATH_RE = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
+_MATH_OPEN = re.compile(r"\$|\\[\[(]")
 _CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:and|or)\s*\}|\\\\)\s*$", re.I)
 
 
@@ -34,27 +34,33 @@ class Extracted:
     lead: str = ""  # up to 60 characters of text just before the (first) box used
 
 
+_BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
+
+
 def find_boxes(text: str) -> list[tuple[int, int, str]]:
-    """All \\boxed{...}/\\fbox{...} with balanced braces: (start, end, content)."""
+    """All outermost \\boxed{...}/\\fbox{...} with balanced braces: (start, end, content).
+    One pass over the braces (a stack of open boxes), so unclosed boxes cost nothing extra."""
     out = []
-    for m in _BOX_RE.finditer(text):
-        i = m.end()
-        depth = 1
-        j = i
-        while j < len(text) and depth:
-            c = text[j]
-            if c == "\\" and j + 1 < len(text) and text[j + 1] in "{}":
-                j += 2
-                continue
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-            j += 1
-        if depth == 0:
-            out.append((m.start(), j, text[i : j - 1]))
-    # drop boxes nested inside other boxes
-    res = []
+    depth = 0
+    open_boxes: list[tuple[int, int, int]] = []  # (start, content start, depth outside it)
+    for m in _BRACE_RE.finditer(text):
+        tok = m.group(0)
+        if tok.startswith("\\") and len(tok) == 2:
+            continue  # \{ \} are not grouping braces
+        if tok != "}":
+            if tok != "{":
+                open_boxes.append((m.start(), m.end(), depth))
+            depth += 1
+            continue
+        depth -= 1
+        if open_boxes and open_boxes[-1][2] == depth:
+            start, cstart, _ = open_boxes.pop()
+            out.append((start, m.end(), text[cstart : m.start()]))
+        if depth < 0:
+            depth = 0
+            open_boxes.clear()
+    out.sort()
+    res = []  # drop boxes nested inside other boxes
     for b in out:
         if res and b[0] < res[-1][1]:
             continue
@@ -67,6 +73,8 @@ def _box_run(text: str, boxes: list[tuple[int, int, str]]) -> list[str]:
     run = [boxes[-1]]
     for b in reversed(boxes[:-1]):
         between = text[b[1] : run[0][0]]
+        if len(between) > 60:
+            break
         between_clean = re.sub(r"\\(?:text|mbox|textnormal)\s*\{([^{}]*)\}", r" \1 ", between)
         between_clean = re.sub(r"[\s$]|\\[\[\]()]", " ", between_clean).strip()
         between_clean = re.sub(r"[A-Za-z]\w*(?:_\{?\w+\}?)?\s*=\s*$", "", between_clean).strip()
@@ -102,15 +110,18 @@ def _sentence(seg: str) -> str:
     out = []
     i = 0
     n = len(seg)
+    spans = {a: b for a, b, _ in _math_blocks(seg)}
+    content = False
     while i < n:
-        m = _MATH_RE.match(seg, i)
-        if m:
-            out.append(m.group(0))
-            i = m.end()
+        if i in spans:
+            out.append(seg[i : spans[i]])
+            content = True
+            i = spans[i]
             continue
         c = seg[i]
-        if c == "\n" and out and "".join(out).strip():
+        if c == "\n" and content:
             break
+        content = content or not c.isspace()
         if c in ".。!?" and (i + 1 >= n or seg[i + 1] in " \n\t\"'") and not (
             i > 0 and seg[i - 1].isdigit() and i + 1 < n and seg[i + 1].isdigit()
         ):
@@ -143,12 +154,75 @@ def last_number(text: str) -> str | None:
     return ms[-1].group(0).strip() if ms else None
 
 
+class _Finder:
+    """str.find with memory: for positions that only grow, each search resumes where the last ended."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.memo: dict[str, tuple[int, int]] = {}
+
+    def find(self, sub: str, pos: int) -> int:
+        got = self.memo.get(sub)
+        if got is not None and got[0] <= pos and (got[1] >= pos or got[1] == -1):
+            return got[1]
+        idx = self.text.find(sub, pos)
+        self.memo[sub] = (pos, idx)
+        return idx
+
+
 def _math_blocks(text: str) -> list[tuple[int, int, str]]:
+    """$$..$$, \\[..\\], \\(..\\) (one line), $..$ (one line): (start, end, inner), left to right, in
+    linear time (each closer is searched once per position reached, never rescanned)."""
     out = []
-    for m in _MATH_RE.finditer(text):
-        g = next(x for x in m.groups() if x is not None)
-        out.append((m.start(), m.end(), g))
+    f = _Finder(text)
+    pos = 0
+    n = len(text)
+    while pos < n:
+        m = _MATH_OPEN.search(text, pos)
+        if m is None:
+            break
+        i = m.start()
+        tok = m.group(0)
+        end = -1
+        if tok == "$":
+            if text.startswith("$$", i):
+                j = f.find("$$", i + 3)
+                if j >= 0:
+                    end, inner = j + 2, text[i + 2 : j]
+            if end < 0:
+                j = f.find("$", i + 1)
+                nl = f.find("\n", i + 1)
+                if j > i + 1 and (nl < 0 or j < nl):
+                    end, inner = j + 1, text[i + 1 : j]
+        else:
+            close = "\\]" if tok == "\\[" else "\\)"
+            j = f.find(close, i + 3)
+            nl = f.find("\n", i + 2) if tok == "\\(" else -1
+            if j >= 0 and (nl < 0 or j < nl):
+                end, inner = j + 2, text[i + 2 : j]
+        if end < 0:
+            pos = i + 1
+            continue
+        out.append((i, end, inner))
+        pos = end
     return out
+
+
+def _sub_math(s: str, repl) -> str:
+    """s with every math block replaced by repl(inner)."""
+    out = []
+    pos = 0
+    for a, b, inner in _math_blocks(s):
+        out.append(s[pos:a])
+        out.append(repl(inner))
+        pos = b
+    out.append(s[pos:])
+    return "".join(out)
+
+
+def _is_one_block(s: str) -> bool:
+    blocks = _math_blocks(s)
+    return len(blocks) == 1 and blocks[0][0] == 0 and blocks[0][1] == len(s)
 
 
 def unwrap_math(s: str) -> str:
@@ -158,7 +232,7 @@ def unwrap_math(s: str) -> str:
         return blocks[0][2].strip()
     if blocks:
         # keep the text, drop the delimiters ("$12$ and $13$")
-        return _MATH_RE.sub(lambda m: next(x for x in m.groups() if x is not None), s).strip()
+        return _sub_math(s, lambda inner: inner).strip()
     return s.strip("$ ").strip()
 
 
@@ -193,8 +267,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         seg = _sentence(_clean_segment(text[m.end() :]))
         if seg:
             # "The volume of $X$ is 120": keep what follows the last ' is '
-            plain = _MATH_RE.sub(" ", seg)
-            if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _MATH_RE.fullmatch(seg.strip()):
+            plain = _sub_math(seg, lambda inner: " ")
+            if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _is_one_block(seg.strip()):
                 tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
                 seg = tail.strip()
             return Extracted(unwrap_math(seg).strip(" .\"'"), how="phrase", lead=text[max(0, m.end() - 60) : m.end()])
@@ -299,7 +373,7 @@ def _solutions_phrase(text: str) -> Extracted | None:
     pos = after.find(seg)
     if pos < 0 or any(c.isdigit() for c in after[pos + len(seg) :]):
         return None
-    if re.search(r"\s(?:is|are|equals|be)\s", _MATH_RE.sub(" ", seg)):
+    if re.search(r"\s(?:is|are|equals|be)\s", _sub_math(seg, lambda inner: " ")):
         return None
     return Extracted(unwrap_math(seg).strip(" .\"'"), how="solutions phrase", lead=text[max(0, last.end() - 60) : last.end()])
 

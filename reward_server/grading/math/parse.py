@@ -1083,6 +1083,9 @@ class Parser:
         return out
 
     def parse_atom(self):
+        t = self.t
+        if t.kind in ("num", "id", "text", "set") or (t.kind == "word" and t.val not in FUNCS):
+            return self._atom()  # a leaf: no nesting level
         self.enter()
         try:
             return self._atom()
