@@ -16,7 +16,21 @@ from sympy.core.function import AppliedUndef
 from .extract import extract, last_number
 from .numwords import replace_number_words
 from .parse import (
-    PM, Logic, Q, Ratio, Rel, Seq, SetV, SSet, Text, TooLarge, _plain, as_set, name_like, parse, rel_to_set,
+    PM,
+    Logic,
+    Q,
+    Ratio,
+    Rel,
+    Seq,
+    SetV,
+    SSet,
+    Text,
+    TooLarge,
+    _plain,
+    as_set,
+    name_like,
+    parse,
+    rel_to_set,
 )
 
 _CMD_NAMES = (
@@ -446,9 +460,9 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         v = _rel_value(r) if isinstance(r, Rel) else None
         if v is not None:
             return eq(v, other, o) if rel_is_gold else eq(other, v, o)
-        s = rel_to_set(r)
+        so = as_set(other)
+        s = rel_to_set(r) if so is not None else None
         if s is not None:
-            so = as_set(other)
             if so is not None:
                 if not rel_is_gold and o.interval_form == "required":
                     return False, "inequality answer for an interval/set reference"
@@ -605,6 +619,9 @@ def _contains_text(v) -> bool:
     return False
 
 
+_FALLBACKS = ("last number", "last math block", "last number in words", "solutions phrase")
+
+
 def check(completion: str, answer: str, opts: dict) -> dict:
     t0 = time.perf_counter()
     o = Opts(opts)
@@ -636,7 +653,7 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if not pred.answer or not normalize(pred.answer):
         return done(0, "no_answer", pred.how or "no answer found")
 
-    if _CODE_RE.search(pred.answer) or (pred.how in ("last number", "last math block") and _CODE_RE.search(completion)):
+    if _CODE_RE.search(pred.answer) or (pred.how in _FALLBACKS and _CODE_RE.search(completion)):
         return done(0, "parse_error", "code-like answer refused", pred.answer)
     # identical text (after light normalisation) needs no parsing
     rk = text_key(normalize(ref_text))

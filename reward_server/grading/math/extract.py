@@ -354,7 +354,8 @@ def cut_verification(text: str) -> str:
 
 
 _SOLUTIONS_RE = re.compile(
-    r"\b(?:roots?|solutions?|zeros?|zeroes|x-intercepts?)\b[^.\n$]{0,40}?\b(?:are|is)\b\s*:?|\b(?:roots?|solutions?)\s*:",
+    r"\b(?:roots?|solutions?|zeros?|zeroes|x-intercepts?|values|numbers|answers)\b[^.\n$]{0,40}?\b(?:are|is)\b\s*:?"
+    r"|\b(?:roots?|solutions?)\s*:|\bin\s+(?:increasing|decreasing|ascending|descending)\s+order\s*:",
     re.IGNORECASE,
 )
 

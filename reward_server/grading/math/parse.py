@@ -589,6 +589,8 @@ class Parser:
             return groups[0][0]
         if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_inequality(g[0]) for g in groups):
             # "x < -2 or x > 2": one condition, the union (or intersection) of the parts
+            if len(groups) > MAX_ALTERNATIVES:
+                raise TooLarge("too many alternatives")
             return Logic([g[0] for g in groups], next(iter(logic)))
         items: list = []
         for g in groups:
@@ -906,7 +908,11 @@ class Parser:
         self.next()
         union = None
         cur = None
+        conditions = 0
         while True:
+            conditions += 1
+            if conditions > MAX_ALTERNATIVES:
+                raise TooLarge("too many conditions")
             r = self.parse_rel()
             st = rel_to_set(r, var, allow_eq=True) if isinstance(r, Rel) else as_set(r)
             if st is None:
