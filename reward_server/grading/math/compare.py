@@ -48,6 +48,10 @@ _CODE_RE = re.compile(
 
 # 4\,096, 1\;000\;000, 12 345 with thin/no-break spaces: one number (the separators dropped)
 _THIN_GROUPS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\\[,;: ]|\\thinspace\s*|[\u2009\u202f\u00a0])\d{3})+(?!\d)")
+_LITERAL_NL = re.compile(
+    r"\\n(?!(?:e|eq|u|um|ot|otin|abla|exists|i|ewline|mid|parallel|leq|geq|subseteq|atural|ormalsize)(?![A-Za-z]))"
+)
+_ALL_REALS = re.compile(r"(?:thesetof)?(?:all|every)?(?:the)?real(?:numbers?|s)|(?:all|every)(?:the)?reals?|allrealvalues(?:ofx)?")
 _REPEAT_RE = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar)\s*\{(\d{1,12})\}")
 
 
@@ -81,7 +85,8 @@ def normalize(s: str) -> str:
     if _DOUBLE_ESC.search(s):
         s = _DOUBLE_ESC.sub(r"\\", s)
         s = s.replace("\\\\\\\\", "\\\\")
-    s = s.replace("\\n", " ") if "\\n" in s and "\n" not in s and "\\ne" not in s and "\\neq" not in s else s
+    if "\\n" in s and "\n" not in s:
+        s = _LITERAL_NL.sub(" ", s)  # literal "\n" escapes, not \\neq, \\num, \\nu
     s = re.sub(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})", r"\1", s)
     s = re.sub(r"(\d),\\!\s*(?=\d{3})", r"\1", s)
     s = _THIN_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), s)
@@ -107,6 +112,8 @@ def alternatives(s: str) -> list[str]:
         out.insert(0, core.replace(",", "."))
     elif re.fullmatch(r"[+-]?\d{1,3}(\.\d{3})+,\d+", core):
         out.insert(0, core.replace(".", "").replace(",", "."))
+    if _ALL_REALS.fullmatch(text_key(s).lower()):
+        out.append("\\mathbb{R}")  # "all real numbers"
     if len(s) <= 400 and (digits := replace_number_words(s)):
         out.append(digits)  # "twelve", "two hundred and five", "three fifths"
     return out

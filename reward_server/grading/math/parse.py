@@ -152,8 +152,9 @@ SKIP_CMDS = {
     "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "displaystyle",
     "textstyle", "limits", ",", "!", ";", ":", " ", "quad", "qquad", "enspace", "thinspace", "nonumber",
     "hline", "mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar", "mathit", "angle",
-    "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel",
+    "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel", "middle",
 }
+SIUNITX = {"num", "SI", "qty", "si", "unit"}
 TEXT_CMDS = {"text", "mbox", "textnormal", "textit", "textrm", "textsf", "texttt", "hbox", "emph"}
 STYLE_CMDS = {"mathrm", "mathbf", "textbf", "boldsymbol", "bm", "mathsf", "operatorname", "mathtt", "mathup", "bold"}
 UNICODE = {
@@ -278,6 +279,18 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                         pass  # the group is parsed as a plain group
                     if name in ("tag", "phantom") and i < n and s[i] == "{":
                         _, i = _read_group(s, i)
+                    continue
+                if name in SIUNITX and i < n and s[i] == "{":
+                    # siunitx: \\num{4096}, \\SI{10}{cm}, \\qty{10}{\\centi\\metre}, \\si{cm}
+                    first, i = _read_group(s, i)
+                    unit = ""
+                    if name in ("SI", "qty") and i < n and s[i] == "{":
+                        unit, i = _read_group(s, i)
+                    elif name in ("si", "unit"):
+                        first, unit = "", first
+                    unit = re.sub(r"[\\{}]", " ", unit).strip()
+                    s = s[:i] + " " + first + (" \\text{" + unit + "} " if unit else " ") + s[i:]
+                    n = len(s)
                     continue
                 if name in TEXT_CMDS or name in STYLE_CMDS:
                     while i < n and s[i] == " ":
@@ -474,6 +487,8 @@ def name_like(v) -> bool:
     no sums."""
     if isinstance(v, Ratio):
         return all(name_like(i) for i in v.items)
+    if isinstance(v, Text):
+        return bool(re.fullmatch(r"[A-Za-z][A-Za-z ]{0,30}", v.s.strip()))  # \\text{Area} = 12
     if isinstance(v, Seq) and v.open in ("(", "[") and v.items:
         return all(name_like(i) for i in v.items)
     if not isinstance(v, Q) or isinstance(v.e, sp.MatrixBase):
