@@ -286,3 +286,14 @@ async def test_hostile_inputs_through_the_pool(grader):
         assert time.perf_counter() - t < 2.0
         assert g.reward == 0.0 and g.status != "timeout"
     assert not os.path.exists(MARK)
+
+
+@cases(
+    (r"\num{4096}", "4096", True), (r"\SI{10}{cm}", "10", True), (r"\qty{2.5}{\kilo\gram}", "2.5", True),
+    (r"\text{all real numbers}", r"(-\infty,\infty)", True), (r"\left\{ x \middle| x > 2 \right\}", r"(2,\infty)", True),
+    (r"\text{Area} = 12", "12", True), ("x = 4. Substituting back: 2(4)+1 = 9.", "4", True),
+    (r"\num{4096}", "4069", False), (r"\text{real}", r"\mathbb{R}", False), (r"\text{all real numbers}", r"(0,\infty)", False),
+    (r"\text{Area} = 12", "13", False),
+)
+def test_more_notations(pred, gold, expected):
+    assert ok(pred, gold) is expected
