@@ -297,3 +297,14 @@ async def test_hostile_inputs_through_the_pool(grader):
 )
 def test_more_notations(pred, gold, expected):
     assert ok(pred, gold) is expected
+
+
+@cases(
+    ("Let me compute 5*6. Check: 5*6 = 30.", "30", True), ("So she has 12 apples. Check: 5+7 = 12.", "12", True),
+    ("The values of a and b are 3 and 4, so a+b = 7.", "7", True), ("x = 3 and x = -1", "-1, 3", True),
+    ("Let me compute 5*6. Check: 5*6 = 30.", "6", False),
+    # distinct names or "the values are" keep a reference's order
+    ("The values of a and b are 5 and 3.", "3, 5", False), ("a = 5 and b = 3", "3, 5", False),
+)
+def test_new_rules_do_not_overreach(pred, gold, expected):
+    assert ok(pred, gold) is expected

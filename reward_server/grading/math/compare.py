@@ -390,18 +390,27 @@ _ORDER_WORDS = re.compile(
 )
 
 
-def _pred_marks_set(lead: str, how: str, pv) -> bool:
-    """The completion's own words say its list is a set of answers: "the roots are 3, 1", "x = 3 or
-    x = 1", "in increasing order: ...", a list joined by and/or, or one unknown given several values."""
-    if how == "solutions phrase" or _SOLUTION_LEAD.search(lead) or _ORDER_WORDS.search(lead):
+def _assigned(v):
+    """The symbol of 'x = value', else None."""
+    if isinstance(v, Rel) and v.ops == ["="] and len(v.parts) == 2 and isinstance(v.parts[0], Q):
+        e = v.parts[0].e
+        return e if isinstance(e, sp.Symbol) else None
+    return None
+
+
+def _pred_marks_set(lead: str, pv) -> bool:
+    """The completion's own words say its list is a set of answers: it follows "the roots/solutions/
+    zeros are" or "in increasing order", its items are joined by "or", or it gives one unknown several
+    values (x = 3, x = -1 / x = 3, -1). Distinct names (a = 5, b = 3) and "the values are" stay ordered."""
+    if _SOLUTION_LEAD.search(lead) or _ORDER_WORDS.search(lead):
         return True
-    if not isinstance(pv, Seq) or pv.open != "":
+    if not isinstance(pv, Seq) or pv.open != "" or not pv.items:
         return False
-    if not pv.commas:
+    if pv.alternatives:
         return True
-    first = pv.items[0]
-    return (isinstance(first, Rel) and first.ops == ["="] and len(first.parts) == 2 and isinstance(first.parts[0], Q)
-            and isinstance(first.parts[0].e, sp.Symbol) and all(not isinstance(x, Rel) for x in pv.items[1:]))
+    names = {_assigned(x) for x in pv.items if isinstance(x, Rel)}
+    first = _assigned(pv.items[0])
+    return first is not None and names == {first}
 
 
 def _unordered_ref(v):
@@ -679,7 +688,7 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
     pred_texts.append(pred.answer)
-    if pred.how in ("bare", "phrase", "last math block") and o.fallback == "last_number":
+    if pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number":
         ln = last_number(pred.answer)
         if ln and ln != pred.answer:
             pred_texts.append(ln)
@@ -701,7 +710,7 @@ def check(completion: str, answer: str, opts: dict) -> dict:
                 if o.units == "strict" and r_units != p_units:
                     why = "units differ"  # the unit words must agree too
                     continue
-                if o.list_order == "reference" and _pred_marks_set(pred.lead, pred.how, pv):
+                if o.list_order == "reference" and _pred_marks_set(pred.lead, pv):
                     rv = _unordered_ref(rv)
                 try:
                     ok, why = eq(rv, pv, o)

@@ -331,6 +331,8 @@ _VERIFY_RE = re.compile(
     re.IGNORECASE | re.MULTILINE,
 )
 _CONCLUDE_RE = re.compile(r"\b(?:so|therefore|thus|hence|the\s+answer|final)\b|∴", re.IGNORECASE)
+_STATED_RE = re.compile(r"=|\b(?:is|are|so|thus|therefore|hence|gives?|get|got|equals|total)\b", re.IGNORECASE)
+_THEN_RE = re.compile(r"\b(?:then|which|giving|gives|sum|product|total)\b", re.IGNORECASE)
 _NUM_TOKEN = re.compile(r"\d+(?:\.\d+)?")
 
 
@@ -348,6 +350,8 @@ def cut_verification(text: str) -> str:
     head, tail = text[: last.start()], text[last.start() :]
     if _CONCLUDE_RE.search(tail[len(last.group(0)):]):
         return text
+    if not _STATED_RE.search(_sentence_around(head, max(0, len(head.rstrip(" .!?\n")) - 1), len(head))):
+        return text  # what precedes the check is not a stated result ("Let me compute 5*6. Check: ...")
     nums = _NUM_TOKEN.findall(head)
     if not nums or nums[-1] not in _NUM_TOKEN.findall(tail):
         return text
@@ -375,8 +379,9 @@ def _solutions_phrase(text: str) -> Extracted | None:
     pos = after.find(seg)
     if pos < 0 or any(c.isdigit() for c in after[pos + len(seg) :]):
         return None
-    if re.search(r"\s(?:is|are|equals|be)\s", _sub_math(seg, lambda inner: " ")):
-        return None
+    plain = _sub_math(seg, lambda inner: " ")
+    if re.search(r"\s(?:is|are|equals|be)\s", plain) or _CONCLUDE_RE.search(plain) or _THEN_RE.search(plain):
+        return None  # "3 and 4, so a+b = 7": the sentence goes on to another result
     return Extracted(unwrap_math(seg).strip(" .\"'"), how="solutions phrase", lead=text[max(0, last.end() - 60) : last.end()])
 
 

@@ -79,6 +79,7 @@ class Seq:
     open: str = ""  # '' bare list, '(' '[' brackets, '{' bare braces
     close: str = ""
     commas: bool = False  # a bare list written with commas only (no and/or/;, not from cases)
+    alternatives: bool = False  # its items were joined by "or" (x = 3 or x = -1)
 
     def __str__(self) -> str:
         return self.open + ", ".join(str(i) for i in self.items) + self.close
@@ -615,7 +616,7 @@ class Parser:
                 items.append(Seq([x.parts[1] for x in g], "(", ")"))
             else:
                 items.extend(g)
-        return Seq(items, commas=not strong_seen and len(groups) == 1)
+        return Seq(items, commas=not strong_seen and len(groups) == 1, alternatives="or" in logic)
 
     def parse_rel(self):
         parts = [self.parse_ratio()]
