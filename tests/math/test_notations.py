@@ -308,3 +308,11 @@ def test_more_notations(pred, gold, expected):
 )
 def test_new_rules_do_not_overreach(pred, gold, expected):
     assert ok(pred, gold) is expected
+
+
+@cases(
+    ("x_1 = 2, x_2 = 3", "3, 2", True), (r"P(\text{red}) = \frac{3}{8}", r"\frac38", True),
+    ("a_1 = 2, b_1 = 3", "3, 2", False), (r"P(\text{red}) = \frac{3}{8}", r"\frac58", False),
+)
+def test_indexed_unknowns_and_word_arguments(pred, gold, expected):
+    assert ok(pred, gold) is expected

@@ -408,8 +408,11 @@ def _pred_marks_set(lead: str, pv) -> bool:
         return False
     if pv.alternatives:
         return True
-    names = {_assigned(x) for x in pv.items if isinstance(x, Rel)}
-    first = _assigned(pv.items[0])
+    def unknown(e):  # x_1, x_2 name one unknown x
+        return None if e is None else e.name.split("_", 1)[0]
+
+    names = {unknown(_assigned(x)) for x in pv.items if isinstance(x, Rel)}
+    first = unknown(_assigned(pv.items[0]))
     return first is not None and names == {first}
 
 

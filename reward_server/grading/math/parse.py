@@ -1134,7 +1134,8 @@ class Parser:
                 args = self.parse_list_until((")",))
                 self.next()
                 argl = args.items if isinstance(args, Seq) else [args]
-                return Q(sp.Function(v)(*[_plain(_q(a)) for a in argl]))
+                # P(\\text{red}): a word argument is a name
+                return Q(sp.Function(v)(*[sp.Symbol(a.s) if isinstance(a, Text) else _plain(_q(a)) for a in argl]))
             if v == "e":
                 return Q(sp.E)
             if v in ("i", "I"):
