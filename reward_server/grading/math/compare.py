@@ -161,7 +161,7 @@ def _exact_confirm(a, b, mag: float) -> bool:
     digits = 0
     for e in (a, b):
         for r in e.atoms(sp.Rational):
-            digits = max(digits, len(str(abs(r.p))), len(str(r.q)))
+            digits = max(digits, int(max(abs(int(r.p)), int(r.q)).bit_length() * 0.30103) + 1)
     dps = min(MAX_CONFIRM_DIGITS, 40 + 2 * digits)
     try:
         va, vb = a.evalf(dps), b.evalf(dps)
@@ -641,6 +641,15 @@ def _contains_text(v) -> bool:
 _FALLBACKS = ("last number", "last math block", "last number in words", "solutions phrase")
 
 
+def _shown(v) -> str:
+    """str() of a parsed value for the verdict, at most 500 characters (Python refuses to print integers
+    over 4300 digits; the parser builds up to MAX_DIGITS)."""
+    try:
+        return str(v)[:500]
+    except ValueError:
+        return "<a number too long to print>"
+
+
 def check(completion: str, answer: str, opts: dict) -> dict:
     t0 = time.perf_counter()
     o = Opts(opts)
@@ -648,8 +657,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     def done(reward, status, reason, extracted=None, pp=None, pr=None):
         return {
             "reward": float(reward), "status": status, "extracted": extracted,
-            "parsed_pred": None if pp is None else str(pp)[:500],
-            "parsed_ref": None if pr is None else str(pr)[:500],
+            "parsed_pred": None if pp is None else _shown(pp),
+            "parsed_ref": None if pr is None else _shown(pr),
             "reason": reason, "time_s": time.perf_counter() - t0,
         }
 
