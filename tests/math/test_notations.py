@@ -316,3 +316,10 @@ def test_new_rules_do_not_overreach(pred, gold, expected):
 )
 def test_indexed_unknowns_and_word_arguments(pred, gold, expected):
     assert ok(pred, gold) is expected
+
+
+def test_verdict_prints_numbers_beyond_pythons_str_limit():
+    # 10^5000 is within MAX_DIGITS but over Python's 4300-digit str() limit
+    r = check("10^{5000}", "x", {})
+    assert r["status"] == "ok" and r["reward"] == 0.0 and r["parsed_pred"] == "<a number too long to print>"
+    assert ok("12^{4096}", "12^4096") and not ok("2^{9000}+1", "2^{9000}")

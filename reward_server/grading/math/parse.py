@@ -282,7 +282,7 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                         _, i = _read_group(s, i)
                     continue
                 if name in SIUNITX and i < n and s[i] == "{":
-                    # siunitx: \\num{4096}, \\SI{10}{cm}, \\qty{10}{\\centi\\metre}, \\si{cm}
+                    # siunitx: \num{4096}, \SI{10}{cm}, \qty{10}{\centi\metre}, \si{cm}
                     first, i = _read_group(s, i)
                     unit = ""
                     if name in ("SI", "qty") and i < n and s[i] == "{":
