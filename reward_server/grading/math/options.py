@@ -39,8 +39,10 @@ class MathOptions(BaseModel):
     )
     units: Literal["strip", "strict"] = Field(
         "strip",
-        description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', degrees "
-        "outside trig) are ignored. 'strict': unit text must match too (compared as text).",
+        description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', km/h, degrees "
+        "outside trig) are ignored; in a completion a known two-letter unit glued to a number (10cm, 5kg) is "
+        "a unit too (single letters like 10m stay variables; a reference's '10cm' is read as written). "
+        "'strict': the dropped unit words of both sides must be the same.",
     )
     list_order: Literal["reference", "unordered", "ordered"] = Field(
         "reference",
@@ -48,8 +50,9 @@ class MathOptions(BaseModel):
         "sets always unordered). 'reference': a plain comma list of values ('10, 4, -2') is ordered; "
         "it is unordered when the reference marks it as a set of answers: 'and'/'or'/';' between items, "
         "several boxes, +-, assignments ('x = 1, 2', 'a_1 = 2, a_2 = 5'), a list of tuples, or a box "
-        "introduced by 'x =' / 'the solutions are'. 'unordered': every bare list is a set. "
-        "'ordered': every bare list is ordered.",
+        "introduced by 'x =' / 'the solutions are'; or when the completion marks its own list so: 'the roots/"
+        "solutions/zeros are', 'in increasing order', items joined by 'or', one unknown given several values. "
+        "'unordered': every bare list is a set. 'ordered': every bare list is ordered.",
     )
     interval_form: Literal["required", "either"] = Field(
         "required",
