@@ -182,6 +182,7 @@ def test_ratios_of_three_or_more_terms(pred, gold, expected):
     ("x = 3. Check: 2(3)+1 = 7, not 9. So x = 4.", "4", True),
     ("We get 21 in total. Let me check: 6*7/2 = 21.", "21", True),
     ("We have 3 cases. Let me check each: they give 4 and 8, so 12 in all.", "12", True),
+    ("x = 4 Check: 2(4)+1 = 9", "4", True), ("x = 4.\nSubstituting x = 4 into the equation: 2(4)+1 = 9.", "4", True),
     ("x = 4. Check: 2(4)+1 = 9", "9", False), ("So n = 6. Let's verify: 6*7/2 = 21.", "21", False),
 )
 def test_verification_after_the_answer(pred, gold, expected):

@@ -325,9 +325,10 @@ def gsm8k_answer(text: str) -> str | None:
 
 # a verification after the answer: "x = 4. Check: 2(4)+1 = 9" (at a sentence or line start)
 _VERIFY_RE = re.compile(
-    r"(?:^|(?<=[.!?:;\n]))[ \t*#]*(?:(?:let'?s|let\s+me|we\s+can|to|now|quick(?:ly)?|and)\s+)?"
+    r"(?:(?:^|(?<=[.!?:;\n]))[ \t*#]*(?:(?:let'?s|let\s+me|we\s+can|to|now|quick(?:ly)?|and)\s+)?"
     r"(?:double[- ]check|check(?:ing)?|verif(?:y|ying|ication)|sanity[- ]check|plug(?:ging)?\s+(?:back|in)"
-    r"|substitut(?:e|ing)\s+(?:back|it|this))\b",
+    r"|substitut(?:e|ing)\s+(?:back|it|this|[a-z](?=\s*=)))"
+    r"|(?<=\s)(?-i:Check|Checking|Verify|Verification)(?=\s*:))\b",  # "x = 4 Check: ..." (no full stop)
     re.IGNORECASE | re.MULTILINE,
 )
 _CONCLUDE_RE = re.compile(r"\b(?:so|therefore|thus|hence|the\s+answer|final)\b|∴", re.IGNORECASE)
