@@ -324,3 +324,17 @@ def test_verdict_prints_numbers_beyond_pythons_str_limit():
     r = check("10^{5000}", "x", {})
     assert r["status"] == "ok" and r["reward"] == 0.0 and r["parsed_pred"] == "<a number too long to print>"
     assert ok("12^{4096}", "12^4096") and not ok("2^{9000}+1", "2^{9000}")
+
+
+@cases(
+    ("10.0 cm", "10cm", True), (r"10\text{ cm}", "10cm", True), ("12 kg", "12kg", True),
+    ("10", "10cm", False), (r"\boxed{10}", "10cm", False), ("11 cm", "10cm", False),
+)
+def test_a_references_glued_unit_needs_a_unit_in_the_answer(pred, gold, expected):
+    # MARIO's reading: a bare 10 does not match the reference 10cm; an answer with a unit does
+    assert ok(pred, gold) is expected
+
+
+def test_glued_reference_units_under_units_strict():
+    assert ok("10.0 cm", "10cm", units="strict")
+    assert not ok("10.0 km", "10cm", units="strict")

@@ -16,6 +16,7 @@ from sympy.core.function import AppliedUndef
 from .extract import extract, last_number
 from .numwords import replace_number_words
 from .parse import (
+    GLUED_UNITS,
     PM,
     Logic,
     Q,
@@ -52,6 +53,7 @@ _LITERAL_NL = re.compile(
     r"\\n(?!(?:e|eq|u|um|ot|otin|abla|exists|i|ewline|mid|parallel|leq|geq|subseteq|atural|ormalsize)(?![A-Za-z]))"
 )
 _ALL_REALS = re.compile(r"(?:thesetof)?(?:all|every)?(?:the)?real(?:numbers?|s)|(?:all|every)(?:the)?reals?|allrealvalues(?:ofx)?")
+_GLUED_UNIT_RE = re.compile(r"\d(?:" + "|".join(sorted(GLUED_UNITS)) + r")(?![A-Za-z])")
 _REPEAT_RE = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar)\s*\{(\d{1,12})\}")
 
 
@@ -607,15 +609,20 @@ def _multi(v) -> bool:
 
 
 def _parse_all(s: str, completion: bool = False):
-    """Parse every reading of s; returns (values, error) with values a list of (unit words, value).
-    A completion's '10cm' is 10 with a unit; a reference's is read as written (10*c*m, as MARIO does)."""
+    """Parse every reading of s; returns (values, error), values a list of (unit words, value, needs_unit).
+    A completion's '10cm' is 10 with a unit. A reference's '10cm' is read as written (10*c*m, as MARIO
+    does) and also as 10 cm, a reading that only counts against an answer that gives a unit too."""
     vals = []
     err = None
     for alt in alternatives(s):
         try:
             units: list[str] = []
             v = parse(alt, glued_units=completion, units_out=units)
-            vals.append((sorted(units), v))
+            vals.append((sorted(units), v, False))
+            if not completion and _GLUED_UNIT_RE.search(alt):
+                glued: list[str] = []
+                gv = parse(alt, glued_units=True, units_out=glued)
+                vals.append((sorted(glued), gv, True))
         except TooLarge as e:
             err = err or ("too_large", str(e))
         except (ValueError, TypeError, ZeroDivisionError, AttributeError, IndexError, KeyError,
@@ -694,8 +701,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
         return done(0, status, f"reference: {msg}", pred.answer)
     if ref.joined or _SOLUTION_LEAD.search(ref.lead):
         # several boxes, or "the solutions are x = \boxed{1, -2}": a set of answers
-        rvals = [(t, _unordered_ref(v)) for t, v in rvals]
-    ref_multi = any(_multi(v) for _, v in rvals)
+        rvals = [(t, _unordered_ref(v), g) for t, v, g in rvals]
+    ref_multi = any(_multi(v) for _, v, _ in rvals)
     pred_texts = []
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
@@ -714,11 +721,13 @@ def check(completion: str, answer: str, opts: dict) -> dict:
                 break
             continue
         is_fallback = i == len(pred_texts) - 1 and i > 0 and ptxt not in (pred.answer, pred.joined)
-        if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v in last_pv):
+        if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v, _ in last_pv):
             break
         last_pv = pvals
-        for r_units, rv in rvals:
-            for p_units, pv in pvals:
+        for r_units, rv, needs_unit in rvals:
+            for p_units, pv, _ in pvals:
+                if needs_unit and not p_units:
+                    continue
                 if o.units == "strict" and r_units != p_units:
                     why = "units differ"  # the unit words must agree too
                     continue

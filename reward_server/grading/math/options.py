@@ -41,7 +41,8 @@ class MathOptions(BaseModel):
         "strip",
         description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', km/h, degrees "
         "outside trig) are ignored; in a completion a known two-letter unit glued to a number (10cm, 5kg) is "
-        "a unit too (single letters like 10m stay variables; a reference's '10cm' is read as written). "
+        "a unit too (single letters like 10m stay variables); a reference's '10cm' is 10*c*m, or 10 cm against "
+        "an answer that gives a unit as well. "
         "'strict': the dropped unit words of both sides must be the same.",
     )
     list_order: Literal["reference", "unordered", "ordered"] = Field(
