@@ -251,6 +251,9 @@ HOSTILE = {
     "ratio terms": ":".join(["1"] * 600), "angle brackets": "\\langle " * (N // 8),
     "glued units": "10cm " * (N // 5), "unclosed display math": "\\[" * (N // 2), "unclosed inline math": "\\(" * (N // 2),
     "unclosed boxes": "\\boxed{" * (N // 7), "dunder": "_" * N, "newlines": "x" + "\n" * N,
+    # SymPy cannot solve these quickly: they are left unsolved, not timed out
+    "set-builder of degree 100": r"\{x \mid x^{100} - 3x + 1 > 0\}",
+    "inequality of degree 100 or more": r"x^{100} - 3x + 1 > 0 \text{ or } x^{99} < 2",
 }
 
 
@@ -258,7 +261,7 @@ HOSTILE = {
 def test_each_new_rules_worst_input_is_fast_in_process(name):
     # in-process, without the worker's timers: the rules themselves are linear, not merely killed
     text = HOSTILE[name]
-    for pred, gold in ((text, "-987654"), ("-987654", text)):
+    for pred, gold in ((text, "-987654"), ("-987654", text), (text, "(0, 1)")):
         t = time.perf_counter()
         r = check(pred, gold, {})
         assert time.perf_counter() - t < 2.0, name

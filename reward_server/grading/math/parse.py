@@ -1391,6 +1391,8 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
         var_expr = nonnum[0].e
     else:
         return None
+    if any(_hard_to_solve(_plain(p), var_expr) for p in parts):
+        return None
     t = sp.Dummy("t", real=True)
     out = sp.S.Reals
     rels = {"<": sp.Lt, ">": sp.Gt, "<=": sp.Le, ">=": sp.Ge, "!=": sp.Ne, "=": sp.Eq}
@@ -1401,6 +1403,17 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
             return None
         out = sp.Intersection(out, sp.solveset(rel, t, sp.S.Reals))
     return out
+
+
+MAX_SOLVE_DEGREE = 6
+MAX_SOLVE_OPS = 40
+
+
+def _hard_to_solve(e, var) -> bool:
+    """Inequalities SymPy cannot solve quickly (x^100 - 3x + 1 > 0): left unsolved rather than timed out."""
+    if not isinstance(e, sp.Basic) or sp.count_ops(e) > MAX_SOLVE_OPS:
+        return True
+    return any(p.base.has(var) and p.exp.is_Number and abs(p.exp) > MAX_SOLVE_DEGREE for p in e.atoms(sp.Pow))
 
 
 def _sign_restricted(s, sign: str):
