@@ -184,6 +184,9 @@ def test_ratios_of_three_or_more_terms(pred, gold, expected):
     ("We have 3 cases. Let me check each: they give 4 and 8, so 12 in all.", "12", True),
     ("x = 4 Check: 2(4)+1 = 9", "4", True), ("x = 4.\nSubstituting x = 4 into the equation: 2(4)+1 = 9.", "4", True),
     ("x = 4. Check: 2(4)+1 = 9", "9", False), ("So n = 6. Let's verify: 6*7/2 = 21.", "21", False),
+    # a check followed by a change of mind is not a check of the final answer
+    ("x = 3. Check: 2(3)+1 = 7. Hmm, that is wrong; x = 4.", "4", True),
+    ("x = 3. Check: 2(3)+1 = 7. Hmm, that is wrong; x = 4.", "3", False),
 )
 def test_verification_after_the_answer(pred, gold, expected):
     assert ok(pred, gold) is expected

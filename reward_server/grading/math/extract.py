@@ -341,8 +341,9 @@ def cut_verification(text: str) -> str:
     """The text before a trailing verification of the answer, when there is one.
 
     The last verification marker counts when (1) no conclusion ("so", "therefore", "the answer")
-    follows it and (2) it re-uses the last number stated before it (it checks that value);
-    otherwise the text is returned whole."""
+    follows it, (2) what precedes it states a result, (3) it re-uses the last number stated before it
+    (it checks that value) and (4) after its first sentence no new number appears ("... = 7. Hmm,
+    wrong; x = 4." is a change of mind, not a check); otherwise the text is returned whole."""
     last = None
     for m in _VERIFY_RE.finditer(text):
         last = m
@@ -355,6 +356,11 @@ def cut_verification(text: str) -> str:
         return text  # what precedes the check is not a stated result ("Let me compute 5*6. Check: ...")
     nums = _NUM_TOKEN.findall(head)
     if not nums or nums[-1] not in _NUM_TOKEN.findall(tail):
+        return text
+    first = _sentence(tail)
+    seen = set(_NUM_TOKEN.findall(first)) | {nums[-1]}
+    rest = tail[tail.find(first) + len(first) :] if first else ""
+    if any(x not in seen for x in _NUM_TOKEN.findall(rest)):
         return text
     return head
 
