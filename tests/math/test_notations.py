@@ -65,6 +65,8 @@ def test_number_word_grammar():
     (r"\mathbb{R} \backslash \{0\}", r"(-\infty,0]\cup(0,\infty)", False),
     (r"[0,1]^c", r"(-\infty,0)\cup(1,\infty)", True), (r"\complement_{\mathbb{R}} [0, 1)", r"(-\infty,0)\cup[1,\infty)", True),
     (r"[0,1]^c", r"(-\infty,0]\cup(1,\infty)", False),
+    (r"x \notin [1, 2]", r"(-\infty,1)\cup(2,\infty)", True), ("x ∉ (0,1)", r"(-\infty,0]\cup[1,\infty)", True),
+    (r"\mathbb{R}\setminus[1,2]", r"(-\infty,1)\cup(2,\infty)", True), (r"x \notin [1, 2]", r"(-\infty,1]\cup(2,\infty)", False),
 )
 def test_number_sets_and_complements(pred, gold, expected):
     assert ok(pred, gold) is expected

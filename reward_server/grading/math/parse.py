@@ -146,7 +146,7 @@ GREEK = {
 }
 REL_CMDS = {
     "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=",
-    "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "equiv": "=",
+    "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "notin": "notin", "equiv": "=",
     "Rightarrow": ";", "implies": ";", "Longrightarrow": ";", "iff": ";", "to": "->",
 }
 SKIP_CMDS = {
@@ -164,7 +164,7 @@ UNICODE = {
     "±": "\\pm ", "∈": "\\in ", "≈": "\\approx ", "²": "^2", "³": "^3", "⋅": "\\cdot ", "∶": ":",
     "，": ",", "；": ";", "：": ":", "（": "(", "）": ")", "ℝ": "\\mathbb{R}", "ℤ": "\\mathbb{Z}",
     "ℕ": "\\mathbb{N}", "ℚ": "\\mathbb{Q}", "ℂ": "\\mathbb{C}", "∖": "\\setminus ", "⟨": "\\langle ",
-    "⟩": "\\rangle ", "∨": "\\lor ", "∧": "\\land ", "∣": "\\mid ",
+    "⟩": "\\rangle ", "∉": "\\notin ", "∨": "\\lor ", "∧": "\\land ", "∣": "\\mid ",
 }
 # number sets: \mathbb{R}, \R, ... (a token of kind "set"); ^+ / ^- restrict them to one sign
 NUMSETS = {"R": sp.S.Reals, "Z": sp.S.Integers, "N": sp.S.Naturals, "Q": sp.S.Rationals, "C": sp.S.Complexes}
@@ -645,7 +645,9 @@ class Parser:
                     return parts[0]
         if ops == ["in"]:
             return parts[1]
-        if "in" in ops or "->" in ops:
+        if ops == ["notin"] and (outside := as_set(parts[1])) is not None:
+            return SSet(sp.Complement(sp.S.Reals, outside))  # x \\notin [1, 2]: the complement
+        if "in" in ops or "notin" in ops or "->" in ops:
             raise ParseError("unsupported relation")
         return Rel(parts, ops)
 
