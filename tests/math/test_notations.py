@@ -136,7 +136,7 @@ def test_named_answers(pred, gold, expected):
     ("x = 3, -1", "-1, 3", True), (r"The zeros are $\boxed{3, -1}$.", "-1, 3", True),
     ("The coefficients are 2, 7, 9.", "9, 7, 2", False), ("2, 7, 9", "9, 7, 2", False),
     ("The roots are -1, 5.", "4, -1", False), ("The roots are -1, 4, 4.", "4, -1, 2", False),
-    (r"a = 3, b = -1", "-1, 3", False),
+    (r"a = 3, b = -1", "-1, 3", False), (r"\boxed{3} or \boxed{2}", "2, 3", True), (r"\boxed{3} and \boxed{2}", "2, 3", False),
 )
 def test_list_order_from_the_completions_words(pred, gold, expected):
     assert ok(pred, gold) is expected

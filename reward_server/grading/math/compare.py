@@ -731,7 +731,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
                 if o.units == "strict" and r_units != p_units:
                     why = "units differ"  # the unit words must agree too
                     continue
-                if o.list_order == "reference" and _pred_marks_set(pred.lead, pv):
+                if o.list_order == "reference" and (
+                        _pred_marks_set(pred.lead, pv) or (ptxt == pred.joined and pred.alternatives)):
                     rv = _unordered_ref(rv)
                 try:
                     ok, why = eq(rv, pv, o)

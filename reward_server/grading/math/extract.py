@@ -25,6 +25,9 @@ _MATH_OPEN = re.compile(r"\$|\\[\[(]")
 _CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:and|or)\s*\}|\\\\)\s*$", re.I)
 
 
+_OR_RE = re.compile(r"\bor\b", re.IGNORECASE)
+
+
 @dataclass
 class Extracted:
     answer: str | None  # the final answer text (last box, phrase, bare answer, or fallback)
@@ -32,6 +35,7 @@ class Extracted:
     how: str = ""
     boxes: list[str] = field(default_factory=list)
     lead: str = ""  # up to 60 characters of text just before the (first) box used
+    alternatives: bool = False  # the joined boxes were connected by "or" (x = \\boxed{3} or x = \\boxed{-1})
 
 
 _BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
@@ -260,8 +264,10 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         run = _box_run(text, boxes)
         last = run[-1].strip()
         joined = ", ".join(x.strip() for x in run) if len(run) > 1 else None
-        first = boxes[len(boxes) - len(run)][0]
-        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first])
+        k0 = len(boxes) - len(run)
+        first = boxes[k0][0]
+        ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors)
     if markers:
         m = markers[-1]
         seg = _sentence(_clean_segment(text[m.end() :]))
