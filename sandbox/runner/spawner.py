@@ -24,7 +24,7 @@ import select
 import signal
 import socket
 
-from . import candidate, limits
+from . import candidate, limits, seccomp
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 4096
@@ -83,6 +83,10 @@ class _Spawner:
 
     def serve(self) -> None:
         candidate.prepare_template(self.scratch, self.hide_prefix)
+        seccomp.prepare()  # the filter built once: candidates only install it
+        if limits.can_switch_uid():
+            seccomp.drop_bounding_set()  # no candidate can regain a capability, whatever it runs
+            limits.join_job_cgroup(self.scratch)
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())
