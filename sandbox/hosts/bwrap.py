@@ -252,11 +252,12 @@ class BwrapHost(Host):
     kind = "bwrap"
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
-                 scratch_mb: int = 256, scratch_inodes: int = 16384) -> None:
+                 scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True) -> None:
         self.slots = slots
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
+        self.job_memory_cgroup = job_memory_cgroup
         self.start_timeout = start_timeout
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
@@ -284,7 +285,7 @@ class BwrapHost(Host):
             lease = uidlease.lease(self.slots)
         except OSError as exc:
             raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
-        memcg = make_memcg(lease.base, self.slots)
+        memcg = make_memcg(lease.base, self.slots) if self.job_memory_cgroup else None
         log = open(os.path.join(self.root, f"runner-{index}.log"), "ab")  # noqa: SIM115 - kept by the process
         proc = await asyncio.create_subprocess_exec(
             *self.runner_command(sock_dir, lease, scratch_dir, memcg),

@@ -16,7 +16,7 @@ import socket
 import sys
 import types
 
-from . import codec, framing, limits, seccomp
+from . import codec, framing, limits
 
 _template_ready = False
 _template_scratch: str | None = None
@@ -99,7 +99,6 @@ def _enter_jail(msg: dict) -> None:
         )
     limits.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
     limits.drop_privileges(msg["uid"])
-    seccomp.enter()  # after the uid drop: no_new_privs, a Landlock domain of its own, the filter
 
 
 def _compile(program: str) -> tuple[types.CodeType | None, str]:

@@ -361,10 +361,12 @@ def cap_job_memory() -> None:
     if want == resource.RLIM_INFINITY:
         return
     mem = os.path.join(_job_cgroup, "memory.limit_in_bytes")
-    if not _write(mem, str(want)):  # above memsw (or lowering it under usage): memsw first
+    if _write(mem, str(want)):
         _write(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))
-        _write(mem, str(want))
-    _write(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))
+    elif _write(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want)):
+        _write(mem, str(want))  # it was above the old memsw limit: memsw had to grow first
+    elif _write(os.path.join(_job_cgroup, "memory.max"), str(want)):  # cgroup v2
+        _write(os.path.join(_job_cgroup, "memory.swap.max"), "0")
 
 
 def _write(path: str, text: str) -> bool:

@@ -13,13 +13,16 @@ let one job reach another:
   sockets only of AF_UNIX or NETLINK_ROUTE (no loopback TCP/UDP between jobs, no packet or
   other netlink families such as nf_tables). Refused calls fail with an errno, never kill.
 - Landlock scopes (ABI 6+): a candidate may neither connect to an abstract unix socket nor
-  signal a process outside its own domain, and each candidate makes a new domain, so the
-  abstract-socket namespace and kill(-1) stop at the job. Skipped where the kernel has none.
+  signal a process outside its own domain, and each slot's spawner makes a new domain its
+  candidates inherit, so the abstract-socket namespace and kill(-1) stop at the job (two
+  concurrent jobs are always in two slots). Skipped where the kernel has none.
 - The bounding set is emptied in the spawner (`drop_bounding_set`, before any candidate is
   forked), so no candidate can ever regain a capability, whatever it executes.
 
-Everything is prepared once in the spawner (`prepare`): a candidate forked from it only
-makes the few calls of `enter`, ~10 us.
+All of it is done once per connection, in the spawner (`enter`, before it forks any
+candidate): a filter is inherited across fork and can never be removed, so candidates pay
+only the filter's run on each of their system calls (a few dozen BPF instructions, JITed),
+not its compilation. The spawner needs none of what the filter refuses.
 """
 
 from __future__ import annotations
@@ -232,9 +235,9 @@ class JailError(OSError):
 
 
 def enter() -> None:
-    """Lock this process (a candidate that has dropped its uid) for good: no_new_privs, a
-    Landlock domain of its own, then the seccomp filter. Raises JailError if a lock this
-    kernel offers could not be set."""
+    """Lock this process and every process it will fork for good: no_new_privs, a Landlock
+    domain of its own, then the seccomp filter. Raises JailError if a lock this kernel
+    offers could not be set."""
     prepare()
     p = _prepared
     if p.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:

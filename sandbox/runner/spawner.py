@@ -83,10 +83,14 @@ class _Spawner:
 
     def serve(self) -> None:
         candidate.prepare_template(self.scratch, self.hide_prefix)
-        seccomp.prepare()  # the filter built once: candidates only install it
         if limits.can_switch_uid():
             seccomp.drop_bounding_set()  # no candidate can regain a capability, whatever it runs
             limits.join_job_cgroup(self.scratch)
+        # Locked here, once, not in each candidate (compiling the filter costs a fork's worth):
+        # every candidate inherits the filter and this Landlock domain, neither can be undone,
+        # and the spawner needs none of what they refuse. One domain per slot: concurrent jobs
+        # are in different slots; a slot's previous job is dead before the next one starts.
+        seccomp.enter()
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())
