@@ -42,6 +42,7 @@ SCRATCH_BASE = "/tmp/sbx"
 MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controller, else v2
 MEMCG_PARENT = "verireward"
 MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
+FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 
 
 def bwrap_path() -> str:
@@ -84,6 +85,9 @@ def interpreter_files(python: str) -> tuple[tuple[str, ...], tuple[str, ...], tu
     if info["dynload"] and os.path.isdir(info["dynload"]):
         objects += sorted(str(p) for p in Path(info["dynload"]).glob("*.so"))
     needed: set[str] = set()
+    if shutil.which("ldd") is None:  # cannot tell which libraries: the system's library dirs
+        dirs |= {os.path.realpath(d) for d in FALLBACK_LIB_DIRS if os.path.isdir(d)}
+        objects = objects[:0]
     for i in range(0, len(objects), 64):
         out = subprocess.run(["ldd", *objects[i : i + 64]], capture_output=True, text=True, timeout=60).stdout
         needed.update(m.group(1) for m in _LDD_PATH.finditer(out))
@@ -209,7 +213,7 @@ def make_memcg(base: int, slots: int) -> str | None:
         os.makedirs(path, exist_ok=True)
         if not os.path.exists(os.path.join(root, "memory.limit_in_bytes")):  # v2: delegate memory
             for d in (root, parent, path):
-                runner_limits._write(os.path.join(d, "cgroup.subtree_control"), "+memory")
+                runner_limits.write_control(os.path.join(d, "cgroup.subtree_control"), "+memory")
         for k in range(slots):
             os.makedirs(os.path.join(path, f"s{k}"), exist_ok=True)
     except OSError:
@@ -242,7 +246,7 @@ def remove_orphan_memcgs() -> None:
     if root is None:
         return
     parent = os.path.join(root, MEMCG_PARENT)
-    with contextlib.suppress(OSError):
+    with contextlib.suppress(OSError):  # no lease directory either: nothing of ours to judge
         for name in os.listdir(parent):
             if name.startswith("uid-") and name[4:].isdigit() and not uidlease.held(int(name[4:])):
                 remove_memcg(os.path.join(parent, name))

@@ -346,7 +346,7 @@ def join_job_cgroup(scratch: str | None) -> bool:
     if scratch is None:
         return False
     path = os.path.join(JOB_CGROUP_DIR, os.path.basename(scratch))
-    if not _write(os.path.join(path, "cgroup.procs"), str(os.getpid())):
+    if not write_control(os.path.join(path, "cgroup.procs"), str(os.getpid())):
         return False
     _job_cgroup = path
     return True
@@ -361,15 +361,16 @@ def cap_job_memory() -> None:
     if want == resource.RLIM_INFINITY:
         return
     mem = os.path.join(_job_cgroup, "memory.limit_in_bytes")
-    if _write(mem, str(want)):
-        _write(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))
-    elif _write(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want)):
-        _write(mem, str(want))  # it was above the old memsw limit: memsw had to grow first
-    elif _write(os.path.join(_job_cgroup, "memory.max"), str(want)):  # cgroup v2
-        _write(os.path.join(_job_cgroup, "memory.swap.max"), "0")
+    if write_control(mem, str(want)):
+        write_control(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))
+    elif write_control(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want)):
+        write_control(mem, str(want))  # it was above the old memsw limit: memsw had to grow first
+    elif write_control(os.path.join(_job_cgroup, "memory.max"), str(want)):  # cgroup v2
+        write_control(os.path.join(_job_cgroup, "memory.swap.max"), "0")
 
 
-def _write(path: str, text: str) -> bool:
+def write_control(path: str, text: str) -> bool:
+    """Write a short value to a kernel control file (cgroup, /proc); False if it refused."""
     try:
         fd = os.open(path, os.O_WRONLY)
     except OSError:
