@@ -9,7 +9,8 @@ let one job reach another:
   stdlib-only, so no libseccomp): no new namespaces (unshare, setns, clone with a CLONE_NEW*
   flag; clone3 answers ENOSYS so libc falls back to clone, whose flags we can read), no
   mount API, keyrings, bpf, perf_event_open, ptrace or process_vm_*, kexec or modules,
-  io_uring (it would open sockets past this filter), clock or host-name changes; and
+  io_uring (it would open sockets past this filter), clock or host-name changes, System V
+  IPC and POSIX message queues (shared by every job of a runner, and they outlive a job); and
   sockets only of AF_UNIX or NETLINK_ROUTE (no loopback TCP/UDP between jobs, no packet or
   other netlink families such as nf_tables). Refused calls fail with an errno, never kill.
 - Landlock scopes (ABI 6+): a candidate may neither connect to an abstract unix socket nor
@@ -89,7 +90,12 @@ X86_64_REFUSED = {
     "bpf": 321, "userfaultfd": 323, "io_uring_setup": 425, "io_uring_enter": 426,
     "io_uring_register": 427, "open_tree": 428, "move_mount": 429, "fsopen": 430,
     "fsconfig": 431, "fsmount": 432, "fspick": 433, "pidfd_getfd": 438, "mount_setattr": 442,
-    "quotactl_fd": 443, "set_mempolicy_home_node": 450,
+    "quotactl_fd": 443, "set_mempolicy_home_node": 450, "process_madvise": 440,
+    # System V IPC and POSIX message queues: objects in the runner's IPC namespace that every
+    # job could open (a channel between jobs) and that outlive the job that made them
+    "shmget": 29, "shmat": 30, "shmctl": 31, "semget": 64, "semop": 65, "semctl": 66, "shmdt": 67,
+    "msgget": 68, "msgsnd": 69, "msgrcv": 70, "msgctl": 71, "semtimedop": 220, "mq_open": 240,
+    "mq_unlink": 241, "mq_timedsend": 242, "mq_timedreceive": 243, "mq_notify": 244, "mq_getsetattr": 245,
 }
 X86_64_CLONE, X86_64_CLONE3, X86_64_SOCKET, X86_64_PERSONALITY = 56, 435, 41, 135
 

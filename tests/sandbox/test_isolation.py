@@ -124,6 +124,9 @@ try:
     socks.append(udp)
 except OSError:
     pass
+dg = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+dg.bind("\\0verireward-covert-dgram")
+socks.append(dg)
 end = time.time() + 4
 while time.time() < end:
     r, _, _ = select.select(socks, [], [], 0.2)
@@ -149,12 +152,13 @@ for name, make, addr in [
         print("SENT", name)
     except OSError as e:
         print("blocked", name, e.errno)
-try:
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    u.sendto(b"psst-udp", ("127.0.0.1", 47124))
-    print("SENT udp")
-except OSError as e:
-    print("blocked udp", e.errno)
+for name, fam, addr in [("udp", socket.AF_INET, ("127.0.0.1", 47124)),
+                        ("abstract-dgram", socket.AF_UNIX, "\\0verireward-covert-dgram")]:
+    try:
+        socket.socket(fam, socket.SOCK_DGRAM).sendto(b"psst-" + name.encode(), addr)
+        print("SENT", name)
+    except OSError as e:
+        print("blocked", name, e.errno)
 """
 
 
@@ -269,6 +273,10 @@ res = {
     "kexec_load": sc(246, 0, 0, 0, 0),
     "init_module": sc(175, 0, 0, 0),
     "pivot_root": sc(155, 0, 0),
+    "shmget": sc(29, 0, 4096, 0o1666),
+    "msgget": sc(68, 0, 0o1666),
+    "semget": sc(64, 0, 1, 0o1666),
+    "mq_open": sc(240, ctypes.addressof(ctypes.create_string_buffer(b"vrq")), 0o100 | 2, 0o666, 0),
 }
 for fam, typ, proto in [(socket.AF_NETLINK, socket.SOCK_RAW, 12), (socket.AF_PACKET, socket.SOCK_RAW, 0),
                         (socket.AF_INET, socket.SOCK_STREAM, 0), (socket.AF_INET6, socket.SOCK_DGRAM, 0)]:
