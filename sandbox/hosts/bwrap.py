@@ -36,6 +36,7 @@ from sandbox.runner import uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
+# SETPCAP: the spawner empties the bounding set
 RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
 CODE_ROOT = "/opt/verireward"
 SCRATCH_BASE = "/tmp/sbx"

@@ -29,6 +29,7 @@ from sandbox.runner import uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
+# SETPCAP: the spawner empties the bounding set before it forks any candidate
 RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP"]
 DEFAULT_IMAGE = "verireward-sandbox:latest"
 LABEL = "verireward.runner"

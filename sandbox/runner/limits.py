@@ -352,6 +352,17 @@ def join_job_cgroup(scratch: str | None) -> bool:
     return True
 
 
+OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
+
+
+def oom_kill_me_first() -> None:
+    """A fresh candidate: the OOM killer's first choice (+1000; raising needs no privilege).
+    Its Landlock domain keeps it from writing the file again (seccomp.make_ruleset), so a job
+    that re-execs a small process and fills memory with pages in nobody's RSS (tmpfs, pipes)
+    cannot make the spawner, the largest process of the cgroup or container, the one killed."""
+    write_control(OOM_SCORE_ADJ, "1000")
+
+
 def cap_job_memory() -> None:
     """In a fresh candidate (still root): the slot's cgroup limit becomes this job's memory
     limit (its RLIMIT_AS, set on it by the supervisor), for all its processes together."""

@@ -13,17 +13,20 @@ let one job reach another:
   IPC and POSIX message queues (shared by every job of a runner, and they outlive a job); and
   sockets only of AF_UNIX or NETLINK_ROUTE (no loopback TCP/UDP between jobs, no packet or
   other netlink families such as nf_tables). Refused calls fail with an errno, never kill.
-- Landlock scopes (ABI 6+): a candidate may neither connect to an abstract unix socket nor
-  signal a process outside its own domain, and each slot's spawner makes a new domain its
-  candidates inherit, so the abstract-socket namespace and kill(-1) stop at the job (two
-  concurrent jobs are always in two slots). Skipped where the kernel has none.
+- Landlock (a domain per candidate, entered right after the spawner forks it): with scopes
+  (ABI 6+) a candidate may neither connect to an abstract unix socket nor signal a process
+  outside its own domain, so the abstract-socket namespace and kill(-1) stop at the job; and
+  it may open files for writing only beneath its scratch base, /dev and its cgroup, so it
+  cannot lower the OOM score the spawner's child gave it (+1000: a job out of memory loses
+  its own processes, never the spawner). Skipped where the kernel has no Landlock.
 - The bounding set is emptied in the spawner (`drop_bounding_set`, before any candidate is
   forked), so no candidate can ever regain a capability, whatever it executes.
 
-All of it is done once per connection, in the spawner (`enter`, before it forks any
+The filter is installed once per connection, in the spawner (`enter`, before it forks any
 candidate): a filter is inherited across fork and can never be removed, so candidates pay
-only the filter's run on each of their system calls (a few dozen BPF instructions, JITed),
-not its compilation. The spawner needs none of what the filter refuses.
+only its run on each of their system calls (a few dozen BPF instructions, JITed), not its
+compilation; the spawner needs none of what it refuses. The Landlock ruleset is built once
+there too (`make_ruleset`); a candidate pays one landlock_restrict_self (`restrict`).
 """
 
 from __future__ import annotations
@@ -100,9 +103,11 @@ X86_64_REFUSED = {
 X86_64_CLONE, X86_64_CLONE3, X86_64_SOCKET, X86_64_PERSONALITY = 56, 435, 41, 135
 
 # Landlock (include/uapi/linux/landlock.h)
-SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_RESTRICT_SELF = 444, 446
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET, LANDLOCK_SCOPE_SIGNAL = 1, 2
+LANDLOCK_ACCESS_FS_WRITE_FILE = 1 << 1
+LANDLOCK_RULE_PATH_BENEATH = 1
 
 
 class _Asm:
@@ -180,21 +185,15 @@ class _Prepared:
         self.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4  # kernel words, not C ints
         self.prctl.restype = ctypes.c_int
         self.syscall = self.libc.syscall
-        self.syscall.argtypes = [ctypes.c_long] * 4
+        self.syscall.argtypes = [ctypes.c_long] * 5  # number and four words: always pass all
         self.syscall.restype = ctypes.c_long
         self.prog_bytes = ctypes.create_string_buffer(build_x86_64()) if _is_x86_64() else None
         self.fprog = None
         if self.prog_bytes is not None:
             n = (len(self.prog_bytes) - 1) // 8  # create_string_buffer adds a NUL
             self.fprog = _Fprog(n, ctypes.cast(self.prog_bytes, ctypes.c_void_p))
-        self.landlock_attr = None
-        abi = self.syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, LANDLOCK_CREATE_RULESET_VERSION)
-        if abi >= 6:  # scopes came with ABI 6 (Linux 6.12)
-            # struct landlock_ruleset_attr {u64 handled_access_fs, handled_access_net, scoped}
-            self.landlock_attr = ctypes.create_string_buffer(
-                struct.pack("=QQQ", 0, 0, LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL), 24
-            )
-        self.landlock_abi = abi
+        self.landlock_abi = self.syscall(SYS_LANDLOCK_CREATE_RULESET, 0, 0, LANDLOCK_CREATE_RULESET_VERSION, 0)
+        self.ruleset_fd = -1
 
 
 def _is_x86_64() -> bool:
@@ -216,7 +215,7 @@ def status() -> dict:
     prepare()
     p = _prepared
     return {"seccomp": p.fprog is not None, "landlock_abi": max(p.landlock_abi, 0),
-            "landlock_scopes": p.landlock_attr is not None}
+            "landlock_scopes": p.landlock_abi >= 6, "landlock_ruleset": p.ruleset_fd >= 0}
 
 
 def drop_bounding_set() -> bool:
@@ -241,21 +240,53 @@ class JailError(OSError):
 
 
 def enter() -> None:
-    """Lock this process and every process it will fork for good: no_new_privs, a Landlock
-    domain of its own, then the seccomp filter. Raises JailError if a lock this kernel
-    offers could not be set."""
+    """Lock this process (the spawner) and every process it will fork for good:
+    no_new_privs, then the seccomp filter. Raises JailError if it could not be set."""
     prepare()
     p = _prepared
     if p.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise JailError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS")
-    if p.landlock_attr is not None:
-        fd = p.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.addressof(p.landlock_attr), 24, 0)
-        if fd < 0:
-            raise JailError(ctypes.get_errno(), "landlock_create_ruleset")
-        try:
-            if p.syscall(SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0) != 0:
-                raise JailError(ctypes.get_errno(), "landlock_restrict_self")
-        finally:
-            os.close(fd)
     if p.fprog is not None and p.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(p.fprog), 0, 0) != 0:
         raise JailError(ctypes.get_errno(), "PR_SET_SECCOMP")
+
+
+def make_ruleset(writable: list[str]) -> None:
+    """Build, once in the spawner, the Landlock ruleset each candidate restricts itself to:
+    the scopes (no abstract unix socket, no signal beyond the candidate's own processes) and
+    files opened for writing only beneath `writable` (its scratch base, /dev, its cgroup):
+    nothing else a job could write through a path, /proc/self/oom_score_adj included, which
+    the spawner's child sets before it locks itself (`restrict`). Where the kernel has no
+    Landlock this does nothing (the scopes need ABI 6, Linux 6.12)."""
+    prepare()
+    p = _prepared
+    if p.landlock_abi < 1 or p.ruleset_fd >= 0:
+        return
+    scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | LANDLOCK_SCOPE_SIGNAL if p.landlock_abi >= 6 else 0
+    # struct landlock_ruleset_attr {u64 handled_access_fs, handled_access_net, scoped}
+    attr = ctypes.create_string_buffer(struct.pack("=QQQ", LANDLOCK_ACCESS_FS_WRITE_FILE, 0, scoped), 24)
+    fd = p.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.addressof(attr), 24, 0, 0)
+    if fd < 0:
+        raise JailError(ctypes.get_errno(), "landlock_create_ruleset")
+    for path in writable:
+        try:
+            parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            # struct landlock_path_beneath_attr {u64 allowed_access; s32 parent_fd} (packed)
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", LANDLOCK_ACCESS_FS_WRITE_FILE, parent), 12)
+            if p.syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_PATH_BENEATH, ctypes.addressof(rule), 0) != 0:
+                os.close(fd)
+                raise JailError(ctypes.get_errno(), f"landlock_add_rule {path}")
+        finally:
+            os.close(parent)
+    os.set_inheritable(fd, False)  # forked children keep it (fork copies fds); exec'd ones do not
+    p.ruleset_fd = fd
+
+
+def restrict() -> None:
+    """In a fresh candidate (the spawner's child, before it reads anything): enter a Landlock
+    domain of its own from the prepared ruleset; no-op where there is none."""
+    p = _prepared
+    if p is not None and p.ruleset_fd >= 0 and p.syscall(SYS_LANDLOCK_RESTRICT_SELF, p.ruleset_fd, 0, 0, 0) != 0:
+        raise JailError(ctypes.get_errno(), "landlock_restrict_self")

@@ -87,10 +87,11 @@ class _Spawner:
             seccomp.drop_bounding_set()  # no candidate can regain a capability, whatever it runs
             limits.join_job_cgroup(self.scratch)
         # Locked here, once, not in each candidate (compiling the filter costs a fork's worth):
-        # every candidate inherits the filter and this Landlock domain, neither can be undone,
-        # and the spawner needs none of what they refuse. One domain per slot: concurrent jobs
-        # are in different slots; a slot's previous job is dead before the next one starts.
+        # every candidate inherits the filter, which cannot be undone, and the spawner needs
+        # none of what it refuses. Each candidate enters a Landlock domain of its own at fork.
         seccomp.enter()
+        writable = [os.path.dirname(self.scratch)] if self.scratch else ["/"]
+        seccomp.make_ruleset([*writable, "/dev", limits.JOB_CGROUP_DIR])
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())
@@ -165,6 +166,8 @@ class _Spawner:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             limits.set_process_name("vr-candidate")
+            limits.oom_kill_me_first()  # before the Landlock domain, which keeps it from undoing it
+            seccomp.restrict()
             candidate.main(ctrl_child, in_r, out_w, err_w)  # closes every other descriptor
             os._exit(0)  # pragma: no cover
         if self.wake_r < 0:

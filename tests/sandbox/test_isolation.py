@@ -288,6 +288,13 @@ for fam, typ, proto in [(socket.AF_NETLINK, socket.SOCK_RAW, 12), (socket.AF_PAC
 status = dict(l.split(":", 1) for l in open("/proc/self/status") if ":" in l)
 res["bounding_set"] = "ALLOWED" if int(status["CapBnd"], 16) else "empty"
 res["no_new_privs"] = "set" if status["NoNewPrivs"].strip() == "1" else "ALLOWED"
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("0")  # the spawner's child set +1000: a job out of memory loses its own processes
+    res["oom_score_adj_lowered"] = "ALLOWED"
+except OSError as e:
+    res["oom_score_adj_lowered"] = errno.errorcode.get(e.errno, "?")
+res["oom_score_adj"] = open("/proc/self/oom_score_adj").read().strip()
 print(res)
 """
 
@@ -299,6 +306,7 @@ async def test_kernel_attack_surface_is_closed(kind):
         out = await probe(p, SYSCALLS)
     assert "ALLOWED" not in out, out
     assert "'clone3': 'ENOSYS'" in out, out  # so libc falls back to clone, whose flags are checked
+    assert "'oom_score_adj': '1000'" in out, out
 
 
 async def test_fork_threads_and_subprocess_survive_the_filter(kind):
@@ -376,3 +384,34 @@ print("stdlib ok", sys.version_info[:2])
         out = await probe(p, program)
     assert "IMPORTED" not in out and "stdlib ok" in out, out
     assert "share False etc False sh False" in out, out
+
+
+async def test_a_job_out_of_memory_never_costs_the_runner(kind):
+    """The OOM killer picks the largest process of a memory cgroup (bwrap: the slot's) or of a
+    container (docker): a job that re-execs a small interpreter and fills memory with tmpfs
+    pages (charged, but in nobody's RSS) made the spawner, the largest, the one killed."""
+    from tests.sandbox.conftest import job
+
+    program = """
+import os, sys
+FILL = '''
+n = 0
+while True:
+    try:
+        with open(f"fill{n}", "wb") as f:
+            for _ in range(15):
+                f.write(b"x" * (1 << 20))
+    except OSError:
+        pass
+    n += 1
+'''
+def f(x):
+    os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", FILL])
+"""
+    async with make_pool(kind, size=1, per_runner=1) as p:
+        for _ in range(2):
+            r = await p.run(job(program, {"kind": "assert", "asserts": ["assert f(2) == 4"]}, memory_mb=64,
+                                timeout_s=5))
+            assert r.passed == 0 and r.runs and {t.status for t in r.tests} <= {"memory", "error", "timeout"}, r
+        await assert_still_serves(p)
+        assert p.stats().restarts == 0 and p.stats().infra_errors == 0, p.stats()
