@@ -291,9 +291,11 @@ class BwrapHost(Host):
         except OSError as exc:
             raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
         memcg = make_memcg(lease.base, self.slots) if self.job_memory_cgroup else None
+        # the first call scans the interpreter's libraries (ldd, ~0.3 s): off the event loop
+        cmd = await asyncio.to_thread(self.runner_command, sock_dir, lease, scratch_dir, memcg)
         log = open(os.path.join(self.root, f"runner-{index}.log"), "ab")  # noqa: SIM115 - kept by the process
         proc = await asyncio.create_subprocess_exec(
-            *self.runner_command(sock_dir, lease, scratch_dir, memcg),
+            *cmd,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,
             stderr=log,
