@@ -291,17 +291,22 @@ class BwrapHost(Host):
         except OSError as exc:
             raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
         memcg = make_memcg(lease.base, self.slots) if self.job_memory_cgroup else None
-        # the first call scans the interpreter's libraries (ldd, ~0.3 s): off the event loop
-        cmd = await asyncio.to_thread(self.runner_command, sock_dir, lease, scratch_dir, memcg)
-        log = open(os.path.join(self.root, f"runner-{index}.log"), "ab")  # noqa: SIM115 - kept by the process
-        proc = await asyncio.create_subprocess_exec(
-            *cmd,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-        log.close()
+        try:
+            # the first call scans the interpreter's libraries (ldd, ~0.3 s): off the event loop
+            cmd = await asyncio.to_thread(self.runner_command, sock_dir, lease, scratch_dir, memcg)
+            with open(os.path.join(self.root, f"runner-{index}.log"), "ab") as log:
+                proc = await asyncio.create_subprocess_exec(
+                    *cmd,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            remove_memcg(memcg)
+            lease.release()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise RunnerStartError(f"could not start a bwrap runner: {exc}") from exc
         handle = RunnerHandle(index=index, socket_path=os.path.join(sock_dir, RUNNER_SOCKET),
                               ident=f"bwrap-{index}-pid{proc.pid}", pid=proc.pid,
                               extra={"dir": sock_dir, "scratch": scratch_dir, "lease": lease, "memcg": memcg,
