@@ -20,13 +20,12 @@ import contextlib
 import fcntl
 import os
 import secrets
-import tempfile
 
 UID_LO = 1 << 20
 UID_HI = 1 << 30
 BLOCK = 256  # uids per runner: 128 slots
 ENV_LEASE_DIR = "VERIREWARD_UID_LEASE_DIR"
-DEFAULT_LEASE_DIRS = ("/run/verireward/uid-leases", os.path.join(tempfile.gettempdir(), "verireward-uid-leases"))
+DEFAULT_LEASE_DIRS = ("/run/verireward/uid-leases", "/tmp/verireward-uid-leases")
 
 
 class UidLease:
