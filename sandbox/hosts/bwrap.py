@@ -268,7 +268,8 @@ class BwrapHost(Host):
         os.chmod(self.root, 0o700)
         self.procs: dict[str, asyncio.subprocess.Process] = {}
         self.handles: dict[str, RunnerHandle] = {}
-        remove_orphan_memcgs()
+        remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
+        uidlease.sweep()
 
     def runner_command(self, sock_dir: str, lease: uidlease.UidLease, scratch_dir: str, memcg: str | None) -> list[str]:
         python = os.path.realpath(sys.executable)

@@ -76,6 +76,7 @@ class DockerHost(Host):
         self._owner_fd = os.open(self.owner_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         fcntl.flock(self._owner_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this pool lives
         self._remove_orphans()
+        uidlease.sweep()
 
     @staticmethod
     def default_image() -> str:

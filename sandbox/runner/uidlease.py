@@ -88,6 +88,34 @@ def lease(slots: int, *, taken: set[int] = frozenset(), tries: int = 64) -> UidL
     raise OSError("no free uid block after many tries")
 
 
+def sweep() -> int:
+    """Remove lease files nobody holds (left by holders that were killed), taking each lock
+    before unlinking as `release` does, so a concurrent `lease` never ends up holding an
+    unlinked file. Returns how many were removed; called when a host starts."""
+    removed = 0
+    try:
+        d = lease_dir()
+        names = os.listdir(d)
+    except OSError:
+        return 0
+    for name in names:
+        if not (name.endswith(".lock") and name[:-5].isdigit()):
+            continue
+        try:
+            fd = os.open(os.path.join(d, name), os.O_RDWR | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            os.unlink(os.path.join(d, name))
+            removed += 1
+        except OSError:  # held (BlockingIOError), or already gone
+            pass
+        finally:
+            os.close(fd)
+    return removed
+
+
 def held(base: int) -> bool:
     """Whether someone holds the lease of `base` now (for clean-up of what a dead holder left)."""
     try:

@@ -73,6 +73,12 @@ def test_uid_leases_are_exclusive_across_processes(tmp_path, monkeypatch):
     assert mine.base not in {uidlease.lease(8, taken={mine.base}).base for _ in range(20)}
     mine.release()
     assert not uidlease.held(mine.base)
+    # a killed holder's file stays; the sweep removes it, never a held one
+    other = uidlease.lease(8)
+    stale = tmp_path / "1048576.lock"
+    stale.write_text("gone\n")
+    assert uidlease.sweep() == 1 and not stale.exists() and uidlease.held(other.base)
+    other.release()
 
 
 def test_seccomp_program_refuses_namespaces_and_checks_the_arch():
