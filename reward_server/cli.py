@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+from pydantic import ValidationError
 
 from reward_server.settings import Settings
 
@@ -59,7 +60,10 @@ def serve(
             except json.JSONDecodeError:
                 opts[k] = v
         overrides["sandbox_options"] = opts
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as e:  # e.g. an empty --auth-token: refuse to start, say why
+        raise typer.BadParameter(str(e)) from None
     if socket_dir:  # merged into options from flags or REWARD_SERVER_SANDBOX_OPTIONS
         settings.sandbox_options["socket_dir"] = socket_dir
     configure_logging(settings.log_level, settings.log_json)
