@@ -18,6 +18,8 @@ class Admission:
         self.admitted = 0  # accepted, not yet answered
         self.running = 0  # holding a slot
         self.draining = False
+        self.answered = 0  # jobs that ran to an answer
+        self.cancelled = 0  # accepted jobs cut off before their answer (shutdown past its grace)
         self._slots = asyncio.Semaphore(max_inflight)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -38,7 +40,11 @@ class Admission:
         self._idle.clear()
         return True
 
-    def release(self, n: int = 1) -> None:
+    def release(self, n: int = 1, cancelled: bool = False) -> None:
+        if cancelled:
+            self.cancelled += n
+        else:
+            self.answered += n
         self.admitted -= n
         if self.admitted <= 0:
             self.admitted = 0
@@ -61,8 +67,12 @@ class Admission:
         est = backlog * self._job_s / max(1, self.max_inflight)
         return max(math.ceil(self.min_retry_after_s), min(60, math.ceil(est)))
 
+    def begin_drain(self) -> None:
+        """Refuse new work from now on (503); what was accepted runs on."""
+        self.draining = True
+
     async def drain(self, timeout: float) -> bool:
-        """Stop accepting; wait until every accepted job has been answered."""
+        """Stop accepting; wait until no accepted job is left (answered or cancelled)."""
         self.draining = True
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)

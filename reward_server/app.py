@@ -75,8 +75,11 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         try:
             yield
         finally:
-            drained = await admission.drain(settings.shutdown_grace_s)
-            log.info("shutting down", extra={"drained": drained, "left": admission.admitted})
+            idle = await admission.drain(settings.shutdown_grace_s)
+            drained = idle and admission.cancelled == 0  # the truth: every accepted job answered
+            facts = {"drained": drained, "answered": admission.answered, "cancelled": admission.cancelled,
+                     "left": admission.admitted}
+            (log.info if drained else log.warning)("shutting down", extra=facts)
             if grader is not None:
                 with contextlib.suppress(Exception):
                     await grader.close()

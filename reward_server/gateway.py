@@ -65,6 +65,12 @@ class GatewayMiddleware:
                 await resp(scope, receive, send_wrapped)
             else:
                 await self.app(scope, receive, send_wrapped)
+        except asyncio.CancelledError:
+            # uvicorn cancels what is still running when shutdown outlasts its grace: say so
+            # (503, retry elsewhere) instead of the bare 500 uvicorn would send.
+            if not sent["started"]:
+                await json_error(503, "server shut down before this request finished; retry",
+                                 {"Retry-After": "1"})(scope, receive, send_wrapped)
         except Exception as exc:  # a bug: answer 500 with the request id, never a bare reset
             log.error("unhandled error on %s", path, exc_info=exc)
             if not sent["started"]:

@@ -79,11 +79,15 @@ class Scorer:
         """One `/run_code` execution: queued up to the admission bound, then 504 (which verl
         retries; a 429 it would score as a failure). InfraError propagates to the route."""
         self.admit(1, full_status=504)
+        cancelled = False
         try:
             async with self.admission.slot():
                 return await self.pool.execute(req)
+        except asyncio.CancelledError:
+            cancelled = True
+            raise
         finally:
-            self.admission.release(1)
+            self.admission.release(1, cancelled=cancelled)
 
     def admit(self, n: int, full_status: int = 429) -> None:
         """Accept n jobs now or refuse the request: `full_status` when over capacity, 503 while
@@ -137,16 +141,20 @@ class Scorer:
     async def _one(self, item: ScoreItem, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
         t0 = time.perf_counter()
         kind = item.task.type
+        cancelled = False
         try:
             if isinstance(item.task, MathTask):
                 res = await self._math(item)
             else:
                 res = await self._code(item, item.task, weights, extract)
+        except asyncio.CancelledError:  # shutdown past its grace: counted, never scored
+            cancelled = True
+            raise
         except Exception as e:  # a bug, not the candidate's fault: never score it as a failure
             log.exception("grading failed for item %r", item.id)
             res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": f"internal: {type(e).__name__}"})
         finally:
-            self.admission.release(1)
+            self.admission.release(1, cancelled=cancelled)
         m = self.metrics
         m.items.labels(kind, res.status).inc()
         m.item_latency.labels(kind).observe(time.perf_counter() - t0)
