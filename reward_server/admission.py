@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import math
 import time
+
+# Set by the gateway for each request: fires when its client disconnects.
+client_gone: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("client_gone", default=None)
+
+
+class ClientGone(Exception):
+    """The request's client disconnected while its job waited for a slot: the job never starts."""
 
 
 class Admission:
@@ -50,9 +58,36 @@ class Admission:
             self.admitted = 0
             self._idle.set()
 
+    async def _acquire(self) -> None:
+        """A slot, or ClientGone when the request's client leaves first (a job whose answer
+        nobody will read must not hold the queue up for those still waiting)."""
+        gone = client_gone.get()
+        if gone is None or not self._slots.locked():
+            await self._slots.acquire()
+            return
+        if gone.is_set():
+            raise ClientGone
+        acq = asyncio.ensure_future(self._slots.acquire())
+        left = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait({acq, left}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while waiting: never keep a slot nobody will release
+            left.cancel()
+            if acq.done() and not acq.cancelled():
+                self._slots.release()
+            else:
+                acq.cancel()
+            raise
+        left.cancel()
+        if acq.done() and not acq.cancelled():
+            return
+        acq.cancel()
+        raise ClientGone
+
     @contextlib.asynccontextmanager
     async def slot(self):
-        async with self._slots:
+        await self._acquire()
+        try:
             self.running += 1
             t0 = time.perf_counter()
             try:
@@ -60,6 +95,8 @@ class Admission:
             finally:
                 self.running -= 1
                 self._job_s = 0.9 * self._job_s + 0.1 * (time.perf_counter() - t0)
+        finally:
+            self._slots.release()
 
     def retry_after(self, n: int = 1) -> int:
         """Seconds until roughly n more jobs would fit: the backlog divided by the throughput."""

@@ -13,6 +13,7 @@ from typing import Any
 
 from starlette.responses import Response
 
+from reward_server.admission import ClientGone, client_gone
 from reward_server.errors import internal_error, json_error
 from reward_server.logs import request_id
 from reward_server.metrics import Metrics
@@ -55,16 +56,23 @@ class GatewayMiddleware:
                 message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode("latin-1"))]
             await send(message)
 
+        watcher: asyncio.Task | None = None
+        gone_token = None
         try:
             resp = self._precheck(path, headers)
             if resp is None and scope.get("method") in ("POST", "PUT", "PATCH"):
                 body, resp = await self._read_body(headers, receive)
                 if resp is None:
+                    gone = asyncio.Event()
+                    gone_token = client_gone.set(gone)
+                    watcher = asyncio.ensure_future(_watch_disconnect(receive, gone))
                     receive = _replay(body)
             if resp is not None:
                 await resp(scope, receive, send_wrapped)
             else:
                 await self.app(scope, receive, send_wrapped)
+        except ClientGone:  # its client left while its jobs queued: nobody to answer
+            sent["code"] = 499
         except asyncio.CancelledError:
             # uvicorn cancels what is still running when shutdown outlasts its grace: say so
             # (503, retry elsewhere) instead of the bare 500 uvicorn would send.
@@ -76,6 +84,10 @@ class GatewayMiddleware:
             if not sent["started"]:
                 await internal_error()(scope, receive, send_wrapped)
         finally:
+            if watcher is not None:
+                watcher.cancel()
+            if gone_token is not None:
+                client_gone.reset(gone_token)
             dt = time.perf_counter() - t0
             m = self._metrics()
             if m is not None:
@@ -129,6 +141,15 @@ class GatewayMiddleware:
         if m is not None:
             m.rejected.labels("body_too_large").inc()
         return json_error(413, f"request body larger than {self.max_body} bytes")
+
+
+async def _watch_disconnect(receive, gone: asyncio.Event) -> None:
+    """After the body, the server's next message is the client leaving (or nothing)."""
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            gone.set()
+            return
 
 
 def _replay(body: bytes):

@@ -14,6 +14,7 @@ import logging
 import time
 from typing import Any
 
+from reward_server.admission import ClientGone
 from reward_server.errors import InvalidRequest, RequestRejected, error
 from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
@@ -83,7 +84,7 @@ class Scorer:
         try:
             async with self.admission.slot():
                 return await self.pool.execute(req)
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ClientGone):
             cancelled = True
             raise
         finally:
@@ -150,6 +151,9 @@ class Scorer:
         except asyncio.CancelledError:  # shutdown past its grace: counted, never scored
             cancelled = True
             raise
+        except ClientGone:  # its client left before the job started: never run, never scored
+            cancelled = True
+            res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": "client gone"})
         except Exception as e:  # a bug, not the candidate's fault: never score it as a failure
             log.exception("grading failed for item %r", item.id)
             res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": f"internal: {type(e).__name__}"})

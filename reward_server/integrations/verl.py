@@ -20,10 +20,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from reward_server.client import RewardClient
+from reward_server.client import RewardClient, ScoreResult
 from reward_server.labels import server_token, task_of
 from reward_server.labels import server_url as _default_url
-from reward_server.schemas import ScoreResult
 
 _clients: dict[tuple, RewardClient] = {}
 _lock = threading.Lock()

@@ -40,3 +40,35 @@ def test_shutdown_past_its_grace_answers_503_and_reports_cancelled(kind, caplog)
     assert adm.cancelled == 3 and adm.admitted == 0
     recs = [r for r in caplog.records if r.getMessage() == "shutting down"]
     assert recs and recs[-1].drained is False and recs[-1].cancelled == 3, recs
+
+
+@pytest.mark.parametrize("kind", kind_params())
+def test_queued_jobs_of_a_client_that_left_never_start(kind):
+    """verl's client gives up after `2*timeout + 10` s; what it queued must not hold up others."""
+    s = start_server(sandbox=kind, pool_size=1, max_inflight_jobs=1)
+    try:
+        jobs_before = s.pool.stats().jobs_total
+        hog = threading.Thread(target=lambda: httpx.post(
+            s.url + "/run_code", json={"code": "import time\ntime.sleep(2)"}, timeout=60))
+        hog.start()
+        adm = s.app.state.admission
+        deadline = time.monotonic() + 30
+        while adm.running < 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for _ in range(3):  # each queues behind the hog, then its client gives up
+            with pytest.raises(httpx.ReadTimeout):
+                httpx.post(s.url + "/run_code", json={"code": "print('never')"}, timeout=0.3)
+        items = [{"completion": "```python\nprint(1)\n```", "task": {"type": "code", "tests": {
+            "kind": "stdio", "cases": [{"stdin": "", "stdout": "1\n"}] }}}] * 4
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(s.url + "/v1/score", json={"items": items}, timeout=0.3)
+        hog.join(60)
+        deadline = time.monotonic() + 10
+        while adm.admitted and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert adm.cancelled == 7 and adm.admitted == 0
+        assert s.pool.stats().jobs_total == jobs_before + 1  # the hog; none of the 7 ran
+        r = httpx.post(s.url + "/run_code", json={"code": "print('after')"}, timeout=60)
+        assert r.json()["run_result"]["stdout"] == "after\n"
+    finally:
+        s.stop()
