@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.openapi.utils import get_openapi
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic.json_schema import models_json_schema
 
+from reward_server import jsonsteps
 from reward_server.errors import InvalidRequest, error, invalid
 from sandbox.jobs import escape_surrogates
 
@@ -30,87 +32,47 @@ _BODY_MODELS: dict[str, type[BaseModel]] = {}
 _REF = "#/components/schemas/{model}"
 
 
-_WS = " \t\n\r"
-_DECODER = json.JSONDecoder()
-_SMALL = 1 << 20  # bodies below this are decoded in one call
-
-
-class _TooMany(Exception):
-    pass
-
-
-def _skip(text: str, i: int) -> int:
-    while i < len(text) and text[i] in _WS:
-        i += 1
-    return i
-
-
-def _expect(text: str, i: int, ch: str) -> int:
-    i = _skip(text, i)
-    if i >= len(text) or text[i] != ch:
-        raise ValueError(f"expected {ch!r} at {i}")
-    return i + 1
-
-
-def _list_in_steps(text: str, i: int, cap: int) -> tuple[list, int]:
-    """A JSON array decoded one element per call, stopping once it holds more than `cap`."""
-    i = _expect(text, i, "[")
-    out: list = []
-    i = _skip(text, i)
-    if i < len(text) and text[i] == "]":
-        return out, i + 1
-    while True:
-        v, i = _DECODER.raw_decode(text, _skip(text, i))
-        out.append(v)
-        if len(out) > cap:
-            raise _TooMany
-        i = _skip(text, i)
-        if i < len(text) and text[i] == ",":
-            i += 1
-            continue
-        return out, _expect(text, i, "]")
+_MAX_ERRORS = 20
+_SMALL = 1 << 20  # bodies below this are decoded by json.loads in one call
 
 
 def _decode(body: bytes, list_field: str | None, max_items: int | None) -> Any:
-    """`json.loads(body)`, but a large object's `list_field` array is decoded one element at
-    a time: one C call never holds the GIL for the whole body (the event loop would stall
-    with it), and an over-long list is refused after `max_items + 1` elements."""
-    if len(body) < _SMALL or list_field is None or max_items is None:
+    if len(body) < _SMALL:
         return json.loads(body)
-    text = body.decode("utf-8")
-    i = _skip(text, 0)
-    if not text.startswith("{", i):
-        return json.loads(text)
-    obj: dict[str, Any] = {}
-    i = _skip(text, i + 1)
-    if text.startswith("}", i):
-        i += 1
-    else:
-        while True:
-            key, i = _DECODER.raw_decode(text, _skip(text, i))
-            if not isinstance(key, str):
-                raise ValueError("object keys must be strings")
-            i = _expect(text, i, ":")
-            i = _skip(text, i)
-            if key == list_field and text.startswith("[", i):
-                obj[key], i = _list_in_steps(text, i, max_items)
-            else:
-                obj[key], i = _DECODER.raw_decode(text, i)
-            i = _skip(text, i)
-            if text.startswith(",", i):
-                i += 1
-                continue
-            i = _expect(text, i, "}")
-            break
-    if _skip(text, i) != len(text):
-        raise ValueError("extra data after the JSON value")
-    return obj
+    return jsonsteps.loads(body.decode("utf-8"), list_field, max_items)
 
 
-def _parse(body: bytes, model: type[M], list_field: str | None, max_items: int | None, escape: bool) -> M:
+def _validate(obj: Any, model: type[M], list_field: str | None, element: TypeAdapter | None) -> M:
+    """`model.model_validate(obj)`; with `element`, the `list_field` list is validated one
+    element per call (each call holds the interpreter lock only for its own element)."""
+    seq = obj.get(list_field) if element is not None and isinstance(obj, dict) else None
+    if not isinstance(seq, list):
+        return model.model_validate(obj)
+    errors: list[dict[str, Any]] = []
+    try:
+        rest = model.model_validate({**obj, list_field: []})
+    except ValidationError as e:
+        rest = None
+        errors.extend(error(list(err["loc"]), err["msg"], err["type"]) for err in e.errors())
+    out = []
+    for i, x in enumerate(seq):
+        try:
+            out.append(element.validate_python(x))
+        except ValidationError as e:
+            errors.extend(error([list_field, i, *err["loc"]], err["msg"], err["type"]) for err in e.errors())
+            if len(errors) >= _MAX_ERRORS:
+                break
+    if errors:
+        raise InvalidRequest(errors)
+    assert rest is not None
+    return rest.model_copy(update={list_field: out})
+
+
+def _parse(body: bytes, model: type[M], list_field: str | None, max_items: int | None, escape: bool,
+           precheck: Callable[[Any], None] | None, element: TypeAdapter | None) -> M:
     try:
         obj = _decode(body, list_field, max_items)
-    except _TooMany:
+    except jsonsteps.ListTooLong:
         raise invalid([list_field], f"at most {max_items} items per request, got more", "too_long") from None
     except RecursionError:
         raise invalid([], "body is nested too deeply", "json_invalid") from None
@@ -120,10 +82,12 @@ def _parse(body: bytes, model: type[M], list_field: str | None, max_items: int |
         seq = obj.get(list_field)
         if isinstance(seq, list) and len(seq) > max_items:
             raise invalid([list_field], f"at most {max_items} items per request, got {len(seq)}", "too_long")
+    if precheck is not None:
+        precheck(obj)
     if escape and _SURROGATE_ESCAPE.search(body):
         obj = escape_surrogates(obj)
     try:
-        return model.model_validate(obj)
+        return _validate(obj, model, list_field, element)
     except ValidationError as e:
         raise InvalidRequest([error(list(err["loc"]), err["msg"], err["type"]) for err in e.errors()]) from None
     except RecursionError:
@@ -132,13 +96,15 @@ def _parse(body: bytes, model: type[M], list_field: str | None, max_items: int |
 
 async def parse_body(
     request: Request, model: type[M], *, list_field: str | None = None, max_items: int | None = None,
-    escape: bool = True,
+    escape: bool = True, precheck: Callable[[Any], None] | None = None, element: TypeAdapter | None = None,
 ) -> M:
     """The body as `model`, or `InvalidRequest` (422 naming the field). `list_field` longer than
     `max_items` is refused before anything else is validated. With `escape`, lone surrogates
-    anywhere in the body become backslash escapes (else the model's validators see them)."""
+    anywhere in the body become backslash escapes (else the model's validators see them).
+    `precheck(decoded JSON)` may refuse more before validation (raise InvalidRequest);
+    `element` validates the `list_field` list one element at a time."""
     body = await request.body()
-    return await asyncio.to_thread(_parse, body, model, list_field, max_items, escape)
+    return await asyncio.to_thread(_parse, body, model, list_field, max_items, escape, precheck, element)
 
 
 def request_body(model: type[BaseModel]) -> dict[str, Any]:

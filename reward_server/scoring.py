@@ -49,6 +49,15 @@ def _infra_error_type():
         return RuntimeError
 
 
+def raw_test_count(task: Any) -> int:
+    """How many tests a not yet validated task (plain JSON) declares: its cases or asserts."""
+    tests = task.get("tests") if isinstance(task, dict) else None
+    if not isinstance(tests, dict):
+        return 0
+    seq = tests.get("cases", tests.get("asserts"))
+    return len(seq) if isinstance(seq, list) else 0
+
+
 def count_tests(task: CodeTask) -> int:
     t = task.tests
     if t.kind == "assert":
@@ -101,6 +110,15 @@ class Scorer:
                 full_status, f"over capacity: {adm.admitted} jobs accepted, limit {adm.limit}; retry later",
                 retry_after=adm.retry_after(n), reason="overloaded",
             )
+
+    def check_raw_tasks(self, tasks: list[tuple[list, Any]]) -> None:
+        """Caps that must hold before a task is validated (validating a 300 000-case task holds
+        the interpreter for most of a second): `(loc, task JSON)` pairs, 422 naming each."""
+        cap = self.settings.max_tests_per_item
+        errors = [error(loc, f"at most {cap} test cases per task, got {n}", "too_long")
+                  for loc, t in tasks if (n := raw_test_count(t)) > cap]
+        if errors:
+            raise InvalidRequest(errors[:_MAX_ERRORS])
 
     def check_limits(self, items: list[ScoreItem], field: str = "items") -> None:
         """The server's caps on each item (422 naming the field); the item count was checked

@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     max_items_per_request: int = Field(4096, ge=1)
     max_body_bytes: int = Field(64 << 20, ge=1024)
     max_code_bytes: int = Field(256 << 10, ge=64, description="largest completion per item")
+    max_tests_per_item: int = Field(
+        4096, ge=1, description="test cases or asserts per task; checked on the raw body, before validation"
+    )
     max_timeout_s: float = Field(30.0, gt=0, le=120, description="ceiling for a task's per-test timeout_s")
     max_memory_mb: int = Field(4096, ge=16, le=16384, description="ceiling for a task's memory_mb")
 

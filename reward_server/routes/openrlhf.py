@@ -93,7 +93,7 @@ def completion_of(query: str, prompt: str | None) -> str:
     return strip_trailing_special(text)
 
 
-def _items(req: GetRewardRequest) -> list[ScoreItem]:
+def _items(req: GetRewardRequest, check_raw_tasks) -> list[ScoreItem]:
     """One item per query (label -> task, query - prompt -> completion), or 422 naming `labels[i]`."""
     n = len(req.query)
     errors: list[dict] = []
@@ -111,7 +111,9 @@ def _items(req: GetRewardRequest) -> list[ScoreItem]:
             errors.append(error(["labels", i], f"label is empty: every query needs its task{_LABEL_HINT}", "missing"))
             continue
         try:
-            task = _task_adapter.validate_python(task_of(label))
+            raw = task_of(label)
+            check_raw_tasks([(["labels", i, "tests"], raw)])
+            task = _task_adapter.validate_python(raw)
         except ValidationError as e:
             errors.extend(error(["labels", i, *err["loc"]], err["msg"], err["type"]) for err in e.errors())
             continue
@@ -132,7 +134,7 @@ def _items(req: GetRewardRequest) -> list[ScoreItem]:
 async def get_reward(request: Request):
     st = request.app.state
     req = await parse_body(request, GetRewardRequest, list_field="query", max_items=st.settings.max_items_per_request)
-    items = await asyncio.to_thread(_items, req)
+    items = await asyncio.to_thread(_items, req, st.scorer.check_raw_tasks)
     results = await st.scorer.score(items, field="query")
     rewards = [r.reward if r.reward is not None else 0.0 for r in results]
     infra = [1.0 if r.status == "infra_error" else 0.0 for r in results]

@@ -252,6 +252,7 @@ async def submit(request: Request):
     if cfg.language not in _PYTHON:
         raise invalid(["config", "language"], f"language {cfg.language!r} is not supported by this sandbox (python only)")
     task: dict[str, Any] = {"type": "code", "tests": {"kind": "stdio", "cases": _stdio_cases(cfg)}}
+    st.scorer.check_raw_tasks([(["config", "provided_data", "test"], task)])
     if cfg.run_timeout:
         task["timeout_s"] = min(float(cfg.run_timeout), settings.max_timeout_s)
     try:

@@ -227,3 +227,17 @@ def test_shadowing_attempt_is_flagged_counted_and_penalised_only_when_asked(url)
     r = post(url, "/v1/score", {"items": [{"completion": prog, "task": task}], "weights": {"flag_penalty": 0.5}})
     assert r.json()["results"][0]["reward"] == pytest.approx(-0.3)
     assert 'reward_server_hack_attempts_total{kind="shadowed_name"}' in httpx.get(url + "/metrics").text
+
+
+def test_too_many_tests_in_one_task_are_refused_before_validation(url, server):
+    cap = server.settings.max_tests_per_item
+    cases = ",".join(['{"stdin": "", "stdout": "1"}'] * (cap * 50))
+    task = '{"type": "code", "tests": {"kind": "stdio", "cases": [' + cases + "]}}"
+    body = '{"items": [{"completion": "print(1)", "task": {"type": "math", "answer": "1"}}, {"completion": "print(1)", "task": ' + task + "}]}"
+    with HealthProbe(url) as probe:
+        r = raw_post(url, "/v1/score", body)
+    assert r.status_code == 422, r.text[:300]
+    assert r.json()["detail"][0]["field"] == "items.1.task.tests" and f"at most {cap}" in r.json()["message"]
+    assert probe.worst < 0.1, probe.worst
+    r = post(url, "/get_reward", {"query": ["x"], "labels": ['{"type": "code", "tests": {"kind": "stdio", "cases": [' + cases + "]}}"]})
+    assert r.status_code == 422 and r.json()["detail"][0]["field"] == "labels.0.tests", r.text[:300]
