@@ -35,6 +35,7 @@ from reward_server.settings import Weights
 __all__ = ["AsyncRewardClient", "ClientStats", "RewardClient", "RewardServerError", "ScoreItem", "ScoreResult"]
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+_BUG_RETRIES = 1  # a 500 is the server's bug: tried once more (it may be a proxy's hiccup), not max_retries times
 
 
 @dataclass
@@ -156,7 +157,8 @@ class _Core:
 
     def _decide(self, attempt: int, url: str, resp: httpx.Response | None, exc: Exception | None) -> _Decision:
         """The one retry policy: transport errors and RETRY_STATUS answers are retried with
-        backoff (the server cools down meanwhile) until `max_retries`; any other answer is final."""
+        backoff (the server cools down meanwhile) until `max_retries` (a 500 only once); any
+        other answer is final."""
         with self._lock:
             self.stats.requests += 1
         if resp is not None and resp.status_code == 200:
@@ -167,7 +169,7 @@ class _Core:
         else:
             assert resp is not None
             err = self._error(resp)
-            if resp.status_code not in RETRY_STATUS:
+            if resp.status_code not in RETRY_STATUS or (resp.status_code == 500 and attempt >= _BUG_RETRIES):
                 return _Decision("fail", error=err)
             retry_after = self._retry_after(resp)
         if attempt >= self.max_retries:

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from reward_server.client import RewardClient
+from reward_server.client import RewardClient, RewardServerError
 from reward_server.settings import Settings
 from sandbox.jobs import MAX_FILES_BYTES
 from tests.server.conftest import ADD_TASK, GOOD_ADD, free_port
@@ -193,6 +193,10 @@ def test_500_carries_the_request_id():
         assert r.headers["x-request-id"] == "rid-123"
         assert r.json()["request_id"] == "rid-123" and "rid-123" in r.json()["detail"]
         assert httpx.get(s.url + "/healthz").status_code == 200
+        with RewardClient(s.url, backoff_base=0.01) as cl:  # a bug is tried once more, not max_retries times
+            with pytest.raises(RewardServerError, match="500"):
+                cl.post_json("/run_code", {"code": "print(1)"})
+            assert cl.stats.requests == 2
     finally:
         s.stop()
 
