@@ -75,9 +75,10 @@ def test_fence_without_newline_and_special_token_runs_do_not_stall_the_server(ur
         assert r.status_code == 200 and [x["reward"] for x in r.json()["results"]] == [0.0, 0.0]
         q = "```python\ndef add(a, b):\n    return a + b\n```" + SPECIAL_RUN
         label = json.dumps(ADD_TASK)
-        r = post(url, "/get_reward", {"query": [q, FENCE_NO_NEWLINE + SPECIAL_RUN], "prompts": ["", ""], "labels": [label, label]})
+        queries = [q, FENCE_NO_NEWLINE + SPECIAL_RUN, SPECIAL_RUN + " x"]  # the last: tokens not at the end
+        r = post(url, "/get_reward", {"query": queries, "prompts": ["", "", ""], "labels": [label] * 3})
         assert r.status_code == 200, r.text
-        assert r.json()["rewards"] == [pytest.approx(1.0), 0.0]
+        assert r.json()["rewards"] == [pytest.approx(1.0), 0.0, 0.0]
         elapsed = time.perf_counter() - t0
     assert elapsed < 10, elapsed
     assert not probe.failures and probe.worst < 0.1, (probe.worst, probe.failures)
