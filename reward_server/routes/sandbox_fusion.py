@@ -111,6 +111,8 @@ def exec_to_response(res) -> RunCodeResponse:
 
 def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest, str]:
     """The sandbox request (or 422 naming the field) and a note on limits that were capped."""
+    if len(req.code) > settings.max_code_bytes or len(req.code.encode()) > settings.max_code_bytes:
+        raise invalid(["code"], f"longer than {settings.max_code_bytes} bytes", "too_long")
     notes = []
     asked = float(req.run_timeout) or Limits().timeout_s
     timeout = min(asked, settings.max_timeout_s)
@@ -158,9 +160,7 @@ async def run_code(request: Request):
     req = await parse_body(request, RunCodeRequest, escape=False)
     if req.language not in _PYTHON:
         return _sandbox_error(f"language {req.language!r} is not supported by this sandbox (python only)")
-    if len(req.code.encode()) > settings.max_code_bytes:
-        raise invalid(["code"], f"longer than {settings.max_code_bytes} bytes", "too_long")
-    ereq, note = _exec_request(req, settings)
+    ereq, note = await asyncio.to_thread(_exec_request, req, settings)  # base64 checks: off the loop
     out = await _run(st.scorer, ereq)
     if note:
         out.message = f"{out.message}; {note}" if out.message else note
