@@ -8,7 +8,10 @@ import json
 import os
 from typing import Any
 
+from reward_server import jsonsteps
+
 DEFAULT_URL = "http://127.0.0.1:8000"
+_SMALL = 1 << 20
 
 
 def server_url(url: str | list[str] | None = None) -> str | list[str]:
@@ -130,7 +133,7 @@ def task_of(label: Any) -> Any:
         s = label.strip()
         if s.startswith("{"):
             try:
-                obj = json.loads(s)
+                obj = json.loads(s) if len(s) < _SMALL else jsonsteps.loads(s)  # a big label: in steps
             except json.JSONDecodeError:
                 obj = None
             if isinstance(obj, dict):

@@ -106,6 +106,8 @@ def _items(req: GetRewardRequest, check_raw_tasks) -> list[ScoreItem]:
         raise InvalidRequest(errors)
     items: list[ScoreItem] = []
     for i, q in enumerate(req.query):
+        if len(errors) >= 20:
+            break
         label = req.labels[i]  # type: ignore[index]
         if label is None or (isinstance(label, str) and not label.strip()):
             errors.append(error(["labels", i], f"label is empty: every query needs its task{_LABEL_HINT}", "missing"))
@@ -122,8 +124,6 @@ def _items(req: GetRewardRequest, check_raw_tasks) -> list[ScoreItem]:
             continue
         prompt = req.prompts[i] if req.prompts is not None else None
         items.append(ScoreItem.model_construct(id=i, completion=completion_of(q, prompt), task=task))
-        if len(errors) >= 20:
-            break
     if errors:
         raise InvalidRequest(errors[:20])
     return items
