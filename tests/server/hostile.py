@@ -70,3 +70,12 @@ class HealthProbe:
     @property
     def worst(self) -> float:
         return max(self.times, default=0.0)
+
+    def assert_responsive(self) -> None:
+        """No stall: 90% of answers under 100 ms and none over 1 s. (A blocked event loop shows
+        as seconds; a lone 150 ms answer is the shared machine's scheduler, seen at load ~9 on
+        2 cores. The strict every-answer-under-100-ms check is tests/reliability's.)"""
+        assert not self.failures, self.failures
+        assert len(self.times) >= 2, self.times
+        p90 = sorted(self.times)[int(0.9 * (len(self.times) - 1))]
+        assert p90 < 0.1 and self.worst < 1.0, (p90, self.worst, self.times)
