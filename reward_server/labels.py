@@ -88,11 +88,16 @@ def _cases(gt: dict, key: str) -> list:
     return list(x)
 
 
-def _call_expected(x: Any) -> Any:
-    """TACO/APPS store a call case's output wrapped in a one-element list (`[[2]]` for 2, and
-    verl's prime_code accepts `output == expected[0]`): unwrap it."""
-    x = _expected(x)
-    return x[0] if isinstance(x, list) and len(x) == 1 else x
+def _call_case(inputs: Any, output: Any) -> dict:
+    """TACO/APPS store a call case's output wrapped in a one-element list (`[[2]]` for 2); verl's
+    prime_code accepts `output == expected` or `output == expected[0]`. Both pass here too, but
+    only for a one-element list (prime_code's `expected[0]` for longer lists would pass `1`
+    against `[1, 2]`, which no careful judge would)."""
+    x = _expected(output)
+    case: dict[str, Any] = {"args": _call_args(inputs), "expected": x}
+    if isinstance(x, list) and len(x) == 1:
+        case["also_expected"] = [x[0]]
+    return case
 
 
 def verl_in_outs_task(gt: dict) -> dict:
@@ -110,7 +115,7 @@ def verl_in_outs_task(gt: dict) -> dict:
     if fn:
         if not isinstance(fn, str):
             raise ValueError("verl ground truth: 'fn_name' must be a string")
-        cases = [{"args": _call_args(i), "expected": _call_expected(o)} for i, o in zip(inputs, outputs, strict=True)]
+        cases = [_call_case(i, o) for i, o in zip(inputs, outputs, strict=True)]
         tests = {"kind": "call", "fn_name": fn, "cases": cases}
     else:
         tests = {"kind": "stdio", "cases": [{"stdin": _lines(i), "stdout": _lines(o)} for i, o in zip(inputs, outputs, strict=True)]}

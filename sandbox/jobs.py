@@ -119,9 +119,12 @@ class CallCase(BaseModel):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
+    also_expected: list[Any] = Field(default_factory=list, max_length=8, description=(
+        "other answers that also pass this case, compared by the same rules (e.g. verl/TACO's "
+        "one-element list output [x], which verl's prime_code also accepts as x)"))
     unordered: bool | None = Field(None, description="this case's answer is a collection in any order (None: the tests' default)")
 
-    @field_serializer("args", "kwargs", "expected")
+    @field_serializer("args", "kwargs", "expected", "also_expected")
     def _frame_safe(self, value: Any) -> Any:
         """Ints past 4300 digits go to the runner in hexadecimal (a JSON frame cannot hold them)."""
         return codec.to_json(value)

@@ -37,6 +37,14 @@ def test_verl_one_element_list_outputs_for_call_cases(url):
     gt = {"fn_name": "pair", "inputs": [[1]], "outputs": [[[1, 1]]]}  # returns the list [1, 1]
     out = verl_compat.compute_score("taco", "def pair(x):\n    return [x, x]\n", gt, server_url=url)
     assert out["score"] == pytest.approx(1.0), out
+    # as verl's prime_code: a dataset that stores a one-element list result unwrapped passes too
+    gt = {"fn_name": "wrap", "inputs": [[3]], "outputs": [[3]]}
+    out = verl_compat.compute_score("taco", "def wrap(x):\n    return [x]\n", gt, server_url=url)
+    assert out["score"] == pytest.approx(1.0), out
+    # but not prime_code's laxer `output == expected[0]` for longer lists: 1 is not [1, 2]
+    gt = {"fn_name": "first", "inputs": [[1]], "outputs": [[1, 2]]}
+    out = verl_compat.compute_score("taco", "def first(x):\n    return 1\n", gt, server_url=url)
+    assert out["passed"] == 0, out
 
 
 @pytest.mark.parametrize("label", ["", "   ", None])
