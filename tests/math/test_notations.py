@@ -95,13 +95,49 @@ def test_inequalities_joined_by_or(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
-def test_or_inequalities_follow_the_interval_policy():
-    # an interval reference asks for interval notation (interval_form="required", the default)
-    assert not ok(r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)")
-    assert ok(r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", interval_form="either")
-    assert not ok(r"x < -3 \text{ or } x > 4", r"(-\infty,-3)\cup(3,\infty)", interval_form="either")
+# interval_form="union" (default): an inequality answer stands for a set reference that is not one
+# interval (a union of pieces, excluded points); a single interval reference keeps asking for
+# interval notation (a chain or one-sided inequality is wrong there, as in "required").
+@cases(
+    (r"|x| > 2", r"(-\infty,-2)\cup(2,\infty)", True), (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", True),
+    (r"y \le -1 \lor y \ge 4", r"(-\infty,-1]\cup[4,\infty)", True), ("t < 0 or t > 1", r"(-\infty,0)\cup(1,\infty)", True),
+    (r"|2x - 1| \geq 5", r"(-\infty,-2]\cup[3,\infty)", True), (r"x \neq 5", r"\mathbb{R}\setminus\{5\}", True),
+    (r"x \ne -1", r"(-\infty,-1)\cup(-1,\infty)", True), (r"x^2 > 9", r"x \in (-\infty,-3)\cup(3,\infty)", True),
+    (r"a < -1 \vee 0 < a \le 2", r"(-\infty,-1)\cup(0,2]", True), (r"x < 1 \text{ or } x > 1", r"\mathbb{R}\setminus\{1\}", True),
+    (r"So the inequality holds when \(x<-2\) or \(x>2\).", r"\{x \mid |x| > 2\}", True),
+    # wrong unions, endpoints, open vs closed ends, variables
+    (r"|x| > 3", r"(-\infty,-2)\cup(2,\infty)", False), (r"x < -3 \text{ or } x > 2", r"(-\infty,-3)\cup(3,\infty)", False),
+    (r"x \le -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", False), (r"|x| \ge 2", r"(-\infty,-2)\cup(2,\infty)", False),
+    (r"x < -3 \text{ and } x > 3", r"(-\infty,-3)\cup(3,\infty)", False), (r"x \ne 4", r"\mathbb{R}\setminus\{5\}", False),
+    (r"x < -1 \text{ or } x > 4", r"(-\infty,-1)\cup(2,3)\cup(4,\infty)", False), (r"x > 3", r"(-\infty,-3)\cup(3,\infty)", False),
+    (r"x < -2 \text{ or } y > 2", r"(-\infty,-2)\cup(2,\infty)", False), (r"x < -2 \text{ or } y > 2", r"|x| > 2", False),
+    (r"t < -2 \text{ or } t > 2", r"x \in (-\infty,-2)\cup(2,\infty)", False), (r"y \ne 3", r"x \in \mathbb{R}\setminus\{3\}", False),
+    (r"|x| < 2", r"(-\infty,-2)\cup(2,\infty)", False), (r"x^2 \ge 9", r"(-\infty,-3)\cup(3,\infty)", False),
+    # a single interval reference: chains, one-sided and |x| < a inequalities are not interval notation
+    (r"-2 \le x \le 7", r"x \in [-2,7]", False), (r"x \ge 1", r"[1,\infty)", False), (r"|x| < 2", "(-2,2)", False),
+    (r"x < 0 \text{ or } 0 \le x < 3", r"(-\infty,3)", False), (r"x > 1 \text{ and } x < 4", "(1, 4)", False),
+)
+def test_inequality_answers_for_set_references(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+def test_interval_form_policies():
+    union, single = (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)"), (r"-2 \le x \le 7", r"[-2,7]")
+    assert ok(*union) and ok(*union, interval_form="union") and ok(*union, interval_form="either")
+    assert not ok(*union, interval_form="required")
+    assert not ok(*single) and not ok(*single, interval_form="required") and ok(*single, interval_form="either")
+    assert not ok(r"x < -3 \text{ or } x > 4", union[1], interval_form="either")
+    # an inequality reference accepts interval notation under every policy
+    for policy in ("required", "union", "either"):
+        assert ok(union[1], union[0], interval_form=policy) and ok(single[1], single[0], interval_form=policy)
     # set-builder notation is set notation, not an inequality answer
-    assert ok(r"\{x \mid x < -3 \text{ or } x > 3\}", r"(-\infty,-3)\cup(3,\infty)")
+    assert ok(r"\{x \mid x < -3 \text{ or } x > 3\}", union[1], interval_form="required")
+
+
+def test_inequalities_name_one_variable():
+    assert not ok("y > 2", "x > 2") and not ok(r"y \le 1 \text{ or } y > 3", r"x \le 1 \text{ or } x > 3")
+    assert ok(r"t \le 1 \text{ or } t > 3", r"t \le 1 \text{ or } t > 3") and ok("2 < y", "y > 2")
+    assert not ok(r"y \in [1, 2]", r"x \in [1, 2]") and ok(r"x \in [1, 2]", r"[1, 2]")
 
 
 # ---------------------------------------------------------------- vectors and named answers
@@ -253,6 +289,8 @@ HOSTILE = {
     "set differences": "\\mathbb{R}\\setminus" * (N // 20) + "\\{0\\}",
     "complements": "[1,2]^c \\cup " * 200 + "[3,4]", "or-joined inequalities": " or ".join(["x>1"] * 300),
     "lor-joined inequalities": " \\lor ".join(f"x>{i}" for i in range(150)),
+    "math blocks joined by or": "So we get " + " or ".join(["$x>1$"] * (N // 10)),
+    "spaces between math blocks": "We find $x>1$" + " " * N + ", $x<0$ and so on.",
     "ratio terms": ":".join(["1"] * 600), "angle brackets": "\\langle " * (N // 8),
     "glued units": "10cm " * (N // 5), "unclosed display math": "\\[" * (N // 2), "unclosed inline math": "\\(" * (N // 2),
     "unclosed boxes": "\\boxed{" * (N // 7), "dunder": "_" * N, "newlines": "x" + "\n" * N,

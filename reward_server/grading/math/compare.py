@@ -32,6 +32,7 @@ from .parse import (
     name_like,
     parse,
     rel_to_set,
+    rel_var,
 )
 
 _CMD_NAMES = (
@@ -75,7 +76,7 @@ class Opts:
         self.max_answer_chars = int(d.get("max_answer_chars", 2000))
         self.max_completion_chars = int(d.get("max_completion_chars", 200_000))
         self.list_order = d.get("list_order", "reference")
-        self.interval_form = d.get("interval_form", "required")
+        self.interval_form = d.get("interval_form", "union")
         self.exact_confirm = d.get("exact_confirm", True)
         self.rounded_reference = d.get("rounded_reference", "exact")
 
@@ -450,6 +451,30 @@ def _expand_rel_list(items: list) -> list:
     return out
 
 
+def _pieces(s) -> int:
+    """How many intervals or points it takes to write a real set: 1 for an interval (or R), 2 for
+    (-oo, 3) U (3, oo). Sets SymPy leaves unevaluated count as several."""
+    if s is sp.S.EmptySet:
+        return 0
+    if isinstance(s, sp.Interval):
+        return 1
+    if isinstance(s, sp.FiniteSet):
+        return len(s)
+    if isinstance(s, sp.Union):
+        return sum(_pieces(a) for a in s.args)
+    return 2
+
+
+def _inequality_form_ok(ref_set, policy: str) -> bool:
+    """May an inequality answer stand for this interval/set reference? 'either': yes. 'required': no
+    (Math-Verify's policy). 'union' (default): only when the reference is not one interval, i.e. the
+    question's set takes a union of pieces (|x| > 2, x < 1 or x > 3, x != 3), which inequalities
+    write as naturally as interval notation; a single interval reference asked for that notation."""
+    if policy == "either":
+        return True
+    return policy == "union" and _pieces(ref_set) >= 2
+
+
 def eq(g, p, o: Opts) -> tuple[bool, str]:
     # text answers
     if isinstance(g, Text) or isinstance(p, Text):
@@ -474,6 +499,8 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
             return _eqn_eq(g, p, o)
         sg, sp_ = rel_to_set(g), rel_to_set(p)
         if sg is not None and sp_ is not None:
+            if rel_var(g) != rel_var(p):
+                return False, "inequalities in different variables"
             return (True, "same solution set") if _set_equal(sg, sp_) else (False, "inequalities differ")
         return False, "relations differ"
     if g_rel or p_rel:
@@ -484,16 +511,19 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         so = as_set(other)
         s = rel_to_set(r) if so is not None else None
         if s is not None:
-            if so is not None:
-                if not rel_is_gold and o.interval_form == "required":
-                    return False, "inequality answer for an interval/set reference"
-                return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
+            if isinstance(other, SSet) and other.var is not None and other.var != rel_var(r):
+                return False, "different variables"  # x \\in S vs t > 2
+            if not rel_is_gold and not _inequality_form_ok(so, o.interval_form):
+                return False, "inequality answer for an interval/set reference"
+            return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
         return False, "relation vs value"
     # sets built with unions / intervals
     if isinstance(g, SSet) or isinstance(p, SSet):
         a, b = as_set(g), as_set(p)
         if a is None or b is None:
             return False, "set vs non-set"
+        if getattr(g, "var", None) is not None and getattr(p, "var", None) is not None and g.var != p.var:
+            return False, "different variables"
         return (True, "sets equal") if _set_equal(a, b) else (False, "sets differ")
     # ratios
     if isinstance(g, Ratio) or isinstance(p, Ratio):

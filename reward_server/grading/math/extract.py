@@ -295,7 +295,9 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     cands = []
     blocks = _math_blocks(text)
     if blocks:
-        cands.append((blocks[-1][1], blocks[-1][2].strip().rstrip("."), "last math block", blocks[-1][0]))
+        run = _or_run(text, blocks)
+        ans = " or ".join(b[2].strip().rstrip(".") for b in run)
+        cands.append((blocks[-1][1], ans, "last math block" if len(run) == 1 else "math blocks joined by or", run[0][0]))
     nums = list(_NUMBER_RE.finditer(text))
     if nums:
         cands.append((nums[-1].end(), nums[-1].group(0).strip(), "last number", nums[-1].start()))
@@ -308,6 +310,21 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         return Extracted(None, how="no final answer")
     end, ans, how, start = max(cands, key=lambda c: (c[0], c[2] == "last math block"))
     return Extracted(ans, how=how, lead=text[max(0, start - 60) : start])
+
+
+_OR_ONLY = re.compile(r"\s*,?\s*(?:or|\\text\{\s*or\s*\})\s*", re.I)
+
+
+def _or_run(text: str, blocks: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The last math block and the blocks before it joined only by "or" ("$x<-2$ or $x>2$"): one
+    answer, as boxes joined by "or" are (bounded: at most 16 blocks)."""
+    run = [blocks[-1]]
+    for b in reversed(blocks[:-1]):
+        between = text[b[1] : run[0][0]]
+        if len(run) >= 16 or len(between) > 40 or not _OR_ONLY.fullmatch(between):
+            break
+        run.insert(0, b)
+    return run
 
 
 def _sentence_around(text: str, start: int, end: int) -> str:

@@ -96,6 +96,7 @@ class SetV:
 @dataclass
 class SSet:
     s: object  # a sympy Set
+    var: object = None  # the variable a reference names ('x \\in S'), which an inequality answer must use
 
     def __str__(self) -> str:
         return str(self.s)
@@ -644,6 +645,9 @@ class Parser:
                 if not ops:
                     return parts[0]
         if ops == ["in"]:
+            inside = as_set(parts[1])
+            if inside is not None and isinstance(parts[0], Q) and isinstance(parts[0].e, sp.Symbol):
+                return SSet(inside, parts[0].e)  # x \\in S: the set S, remembering its variable
             return parts[1]
         if ops == ["notin"] and (outside := as_set(parts[1])) is not None:
             return SSet(sp.Complement(sp.S.Reals, outside))  # x \\notin [1, 2]: the complement
@@ -1370,6 +1374,8 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
     or/and (`Logic`); None when it is not one (several variables, undefined functions, no relation).
     `var`: the variable of a set-builder (`\\{x | x > 2\\}`); `allow_eq`: '=' is a condition too."""
     if isinstance(r, Logic):
+        if var is None and rel_var(r) is None:
+            return None  # "x < -2 or y > 2" is not a condition on one unknown
         sets = [rel_to_set(x, var, allow_eq) for x in r.rels]
         if any(x is None for x in sets):
             return None
@@ -1378,20 +1384,8 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
     if not isinstance(r, Rel) or not r.ops or not all(op in ops_ok for op in r.ops):
         return None
     parts = r.parts
-    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
-        return None
-    nonnum = [p for p in parts if p.e.free_symbols]
-    syms = set().union(*(p.e.free_symbols for p in parts))
-    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
-    if var is not None:
-        if has_undef or not syms <= {var}:
-            return None
-        var_expr = var
-    elif len(syms) == 1 and not has_undef:
-        var_expr = next(iter(syms))
-    elif nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
-        var_expr = nonnum[0].e
-    else:
+    var_expr = rel_var(r, var)
+    if var_expr is None:
         return None
     if any(_hard_to_solve(_plain(p), var_expr) for p in parts):
         return None
@@ -1405,6 +1399,29 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
             return None
         out = sp.Intersection(out, sp.solveset(rel, t, sp.S.Reals))
     return out
+
+
+def rel_var(r, var=None):
+    """The one unknown of a relation chain (or of all the parts of a `Logic`): its only symbol, or
+    the one name-like side it constrains (`f(x) > 2`); None when there is none or several."""
+    if isinstance(r, Logic):
+        vs = {rel_var(x, var) for x in r.rels}
+        return next(iter(vs)) if len(vs) == 1 else None
+    if not isinstance(r, Rel):
+        return None
+    parts = r.parts
+    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
+        return None
+    nonnum = [p for p in parts if p.e.free_symbols]
+    syms = set().union(*(p.e.free_symbols for p in parts))
+    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
+    if var is not None:
+        return var if not has_undef and syms <= {var} else None
+    if len(syms) == 1 and not has_undef:
+        return next(iter(syms))
+    if nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
+        return nonnum[0].e
+    return None
 
 
 MAX_SOLVE_DEGREE = 6
