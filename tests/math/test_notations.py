@@ -121,6 +121,20 @@ def test_inequality_answers_for_set_references(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
+@cases(
+    # comma lists of conditions on one unknown: their intersection, or their union when that is empty
+    (r"x > 0, x \neq 1", r"(0,1)\cup(1,\infty)", True), (r"x < -2,\ x > 2", r"(-\infty,-2)\cup(2,\infty)", True),
+    (r"x > 0, x \neq 2", r"(0,1)\cup(1,\infty)", False), (r"x \ge 0, x \ne 1", r"(0,1)\cup(1,\infty)", False),
+    (r"x > 0, y \neq 1", r"(0,1)\cup(1,\infty)", False), (r"x \ge 1, x \le 3", r"1 \le x \le 3", True),
+    # memberships joined by "or" are the union (set notation)
+    (r"x \in (-\infty,-2) \text{ or } x \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", True),
+    (r"x \in (-\infty,-2] \lor x \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", False),
+    (r"x \in (-\infty,-2) \text{ or } y \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", False),
+)
+def test_condition_lists_and_memberships(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
 def test_interval_form_policies():
     union, single = (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)"), (r"-2 \le x \le 7", r"[-2,7]")
     assert ok(*union) and ok(*union, interval_form="union") and ok(*union, interval_form="either")

@@ -675,7 +675,7 @@ def _contains_text(v) -> bool:
     return False
 
 
-_FALLBACKS = ("last number", "last math block", "last number in words", "solutions phrase")
+_FALLBACKS = ("last number", "last math block", "math blocks joined by or", "last number in words", "solutions phrase")
 
 
 def _shown(v) -> str:

@@ -64,13 +64,14 @@ class Rel:
 
 @dataclass
 class Logic:
-    """Inequalities joined by 'or' (a union) or 'and' (an intersection): x < -2 or x > 2."""
+    """Inequalities joined by 'or' (a union) or 'and' (an intersection): x < -2 or x > 2; ',' (a comma
+    list in one variable, 'x > 0, x != 1'): the intersection, or the union when that is empty."""
 
     rels: list
     op: str
 
     def __str__(self) -> str:
-        return f" {self.op} ".join(str(r) for r in self.rels)
+        return (", " if self.op == "," else f" {self.op} ").join(str(r) for r in self.rels)
 
 
 @dataclass
@@ -609,6 +610,13 @@ class Parser:
             if len(groups) > MAX_ALTERNATIVES:
                 raise TooLarge("too many alternatives")
             return Logic([g[0] for g in groups], next(iter(logic)))
+        if logic <= {"or"} and len(groups) > 1 and all(len(g) == 1 and isinstance(g[0], SSet) for g in groups):
+            vs = {g[0].var for g in groups}
+            if len(vs) == 1 and None not in vs:  # x \\in (-oo, -2) or x \\in (2, oo): their union
+                return SSet(sp.Union(*[g[0].s for g in groups]), vs.pop())
+        if (len(groups) == 1 and 1 < len(groups[0]) <= MAX_ALTERNATIVES and all(is_inequality(x) for x in groups[0])
+                and rel_var(Logic(groups[0], ",")) is not None):
+            return Logic(groups[0], ",")  # x > 0, x \\ne 1: conditions on one unknown
         items: list = []
         for g in groups:
             if len(groups) > 1 and len(g) > 1 and all(
@@ -1379,7 +1387,11 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
         sets = [rel_to_set(x, var, allow_eq) for x in r.rels]
         if any(x is None for x in sets):
             return None
-        return sp.Union(*sets) if r.op == "or" else sp.Intersection(*sets)
+        if r.op == "or":
+            return sp.Union(*sets)
+        both = sp.Intersection(*sets)
+        # a comma list whose conditions exclude each other ("x < -2, x > 2") lists alternatives
+        return sp.Union(*sets) if r.op == "," and both is sp.S.EmptySet else both
     ops_ok = INEQ_OPS | ({"="} if allow_eq else set())
     if not isinstance(r, Rel) or not r.ops or not all(op in ops_ok for op in r.ops):
         return None
