@@ -8,6 +8,7 @@ import pytest
 
 from reward_server.grading.math import MathGrader
 from reward_server.grading.math.compare import check
+from reward_server.grading.math.extract import extract
 from reward_server.grading.math.numwords import replace_number_words
 
 
@@ -257,6 +258,25 @@ def test_gsm8k_answer_fields(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
+@cases(
+    # "or"/"and" glued between a value and the next assignment
+    ("x=1orx=-1", r"x = \pm 1", True), ("W(x)=1orW(x)=-1", r"W(n) = 1 \text{ and } W(n) = -1", True),
+    ("a=2andb=3", "a = 2, b = 3", True), ("x=1orx=2", r"x = \pm 1", False), ("a=2andb=4", "a = 2, b = 3", False),
+    # a reference whose box never closes (double-escaped data fields): its content to the end
+    ("W(x)=1orW(x)=-1", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", True), (r"x = 3", r"\boxed{3", True),
+    ("W(x)=1orW(x)=-3", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", False), ("4", r"\boxed{3", False),
+)
+def test_glued_connectives_and_unclosed_reference_boxes(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+def test_unclosed_box_in_a_completion_is_not_an_answer():
+    # a cut-off completion's unclosed box is not its answer (only a reference's is read to the end)
+    assert extract(r"so the answer is \boxed{3").how != "unclosed box"
+    assert extract(r"\boxed{2} and then \boxed{3", is_reference=True).answer == "3"
+    assert extract(r"\boxed{2} and \boxed{3}", is_reference=True).answer == "3"
+
+
 # ---------------------------------------------------------------- rounded references (opt-in)
 
 
@@ -304,6 +324,8 @@ HOSTILE = {
     "complements": "[1,2]^c \\cup " * 200 + "[3,4]", "or-joined inequalities": " or ".join(["x>1"] * 300),
     "lor-joined inequalities": " \\lor ".join(f"x>{i}" for i in range(150)),
     "math blocks joined by or": "So we get " + " or ".join(["$x>1$"] * (N // 10)),
+    "glued connectives": "1or" * (N // 3), "glued assignments": "x=1orx=" * (N // 7) + "1",
+    "unclosed reference box": "\\boxed{" + "x" * N,
     "spaces between math blocks": "We find $x>1$" + " " * N + ", $x<0$ and so on.",
     "ratio terms": ":".join(["1"] * 600), "angle brackets": "\\langle " * (N // 8),
     "glued units": "10cm " * (N // 5), "unclosed display math": "\\[" * (N // 2), "unclosed inline math": "\\(" * (N // 2),

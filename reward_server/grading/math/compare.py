@@ -99,7 +99,13 @@ def normalize(s: str) -> str:
     s = re.sub(r"^\$+|\$+$", "", s).strip()
     s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
     s = re.sub(r"[.。]+$", "", s).strip()
+    s = _GLUED_CONNECTIVE.sub(r" \1 ", s)  # x=1orx=-1, W(x)=1orW(x)=-1
     return s
+
+
+# "or"/"and" glued between a finished value (a digit, a closing bracket) and the next assignment of
+# a name ("x=", "W(x)="): written without spaces, the connective otherwise merges into one word
+_GLUED_CONNECTIVE = re.compile(r"(?<=[0-9)\]}])(or|and)(?=[A-Za-z][A-Za-z0-9_]{0,10}(?:\([^()=]{0,20}\))?\s{0,3}=)")
 
 
 def alternatives(s: str) -> list[str]:

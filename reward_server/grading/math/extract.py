@@ -72,6 +72,18 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
     return res
 
 
+def _unclosed_box_tail(text: str, boxes: list[tuple[int, int, str]]) -> str | None:
+    """A reference whose last \\boxed{ never closes (a truncated or hand-edited data field): what
+    follows it to the end. Only for references: an unclosed box in a completion is a cut-off answer."""
+    last = None
+    for m in _BOX_RE.finditer(text):
+        last = m
+    if last is None or any(b[0] <= last.start() < b[1] for b in boxes):
+        return None
+    tail = text[last.end() :].strip()
+    return tail or None
+
+
 def _box_run(text: str, boxes: list[tuple[int, int, str]]) -> list[str]:
     """The last box and the boxes before it joined only by short connector text."""
     run = [boxes[-1]]
@@ -258,6 +270,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     if gsm is not None:
         return Extracted(gsm, how="####")
     boxes = find_boxes(text)
+    if is_reference and (tail := _unclosed_box_tail(text, boxes)) is not None:
+        return Extracted(tail, how="unclosed box")
     markers = list(_MARKER_RE.finditer(text))
     if boxes and not (markers and markers[-1].start() > boxes[-1][1] and _sentence(
             _clean_segment(text[markers[-1].end():]))):
