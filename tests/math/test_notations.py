@@ -136,6 +136,29 @@ def test_condition_lists_and_memberships(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
+U2 = r"(-\infty,-2)\cup(2,\infty)"
+
+
+@cases(
+    # infinite ends of a chain are no bounds
+    (r"-\infty < x < -2 \text{ or } 2 < x < \infty", U2, True), (r"-\infty < x \le -2 \text{ or } 2 < x < \infty", U2, False),
+    # excluded points written with +-, a union with a point
+    (r"x \neq \pm 1", r"\mathbb{R}\setminus\{-1,1\}", True), (r"x \neq \pm 1", r"\mathbb{R}\setminus\{-1,2\}", False),
+    (r"x < 0 \text{ or } x = 1", r"(-\infty, 0) \cup \{1\}", True), (r"x < 0 \text{ or } x = 2", r"(-\infty, 0) \cup \{1\}", False),
+    (r"x \le 0 \text{ or } x = 1", r"(-\infty, 0) \cup \{1\}", False),
+    # spacing, symbols and a capital U written for the union
+    (r"x < -2 \hspace{1em}\text{or}\hspace*{1em} x > 2", U2, True), (r"x \leqq -2 \text{ or } x \geqq 2", r"(-\infty,-2]\cup[2,\infty)", True),
+    (r"x<-2 \text{ or } x>2 \text{.}", U2, True), (r"x < -2 \text{ or } x > 2", r"(-\infty,-2) U (2,\infty)", True),
+    (r"x < -2 \text{ or } x > 2", r"(-\infty,-2)\bigcup(2,\infty)", True), (r"x < -2 \text{ or } x > 3", r"(-\infty,-2) U (2,\infty)", False),
+    # boxes joined by "or", prose leads
+    (r"so \boxed{x < -2} \text{ or } \boxed{x > 2}", U2, True), (r"so \boxed{x < -2} \text{ or } \boxed{x > 3}", U2, False),
+    (r"\boxed{x < -2} \text{ and } \boxed{x > 2}", U2, False),
+    (r"So $x \in (-\infty, -2)$ or $x \in (2, \infty)$.", U2, True), (r"Thus $x<-2$ or $x>3$.", U2, False),
+)
+def test_more_union_notations(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
 def test_interval_form_policies():
     union, single = (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)"), (r"-2 \le x \le 7", r"[-2,7]")
     assert ok(*union) and ok(*union, interval_form="union") and ok(*union, interval_form="either")

@@ -100,7 +100,13 @@ def normalize(s: str) -> str:
     s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
     s = re.sub(r"[.。]+$", "", s).strip()
     s = _GLUED_CONNECTIVE.sub(r" \1 ", s)  # x=1orx=-1, W(x)=1orW(x)=-1
+    s = _LETTER_UNION.sub(r" \\cup ", s)  # (-oo, -2) U (2, oo)
+    s = re.sub(r"\\text\s*\{\s*[.,;]?\s*\}\s*$", "", s).strip()  # a trailing \text{.}
     return s
+
+
+# a capital U between two intervals is a union (plain-text answers)
+_LETTER_UNION = re.compile(r"(?<=[)\]])\s{0,3}(?:\\(?:text|mathrm)\s*\{\s*U\s*\}|U)\s{0,3}(?=\\left\s*[(\[]|[(\[])")
 
 
 # "or"/"and" glued between a finished value (a digit, a closing bracket) and the next assignment of
@@ -742,6 +748,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     pred_texts = []
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
+    if pred.alternatives and pred.run and any(as_set(v) is not None or isinstance(v, (Rel, Logic)) for _, v, _ in rvals):
+        pred_texts.append(" or ".join(pred.run))  # \\boxed{x < -2} or \\boxed{x > 2} for a set
     pred_texts.append(pred.answer)
     if pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number":
         ln = last_number(pred.answer)

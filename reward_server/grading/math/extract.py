@@ -26,6 +26,7 @@ _CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:a
 
 
 _OR_RE = re.compile(r"\bor\b", re.IGNORECASE)
+_LEAD_WORD = re.compile(r"^(?:so|thus|hence|therefore|then)\b,?\s+(?=\S)", re.IGNORECASE)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Extracted:
     boxes: list[str] = field(default_factory=list)
     lead: str = ""  # up to 60 characters of text just before the (first) box used
     alternatives: bool = False  # the joined boxes were connected by "or" (x = \\boxed{3} or x = \\boxed{-1})
+    run: list[str] = field(default_factory=list)  # the joined boxes themselves
 
 
 _BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
@@ -281,7 +283,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         k0 = len(boxes) - len(run)
         first = boxes[k0][0]
         ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
-        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors)
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
+                         [x.strip() for x in run] if len(run) > 1 else [])
     if markers:
         m = markers[-1]
         seg = _sentence(_clean_segment(text[m.end() :]))
@@ -299,7 +302,10 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         text = cut_verification(text)
         stripped = text.strip()
     if is_reference or not is_prose(stripped) or _only_number_words(stripped):
-        return Extracted(unwrap_math(stripped).rstrip(" ."), how="bare")
+        bare = unwrap_math(stripped).rstrip(" .")
+        if not is_reference:
+            bare = _LEAD_WORD.sub("", bare, count=1)  # "So x > 2", "Thus $x = 3$"
+        return Extracted(bare, how="bare")
     if fallback == "none":
         return Extracted(None, how="no final answer")
     sol = _solutions_phrase(text)

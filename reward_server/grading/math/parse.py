@@ -147,7 +147,7 @@ GREEK = {
     "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
 }
 REL_CMDS = {
-    "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=",
+    "le": "<=", "leq": "<=", "leqslant": "<=", "leqq": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=", "geqq": ">=",
     "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "notin": "notin", "equiv": "=",
     "Rightarrow": ";", "implies": ";", "Longrightarrow": ";", "iff": ";", "to": "->",
 }
@@ -156,7 +156,9 @@ SKIP_CMDS = {
     "textstyle", "limits", ",", "!", ";", ":", " ", "quad", "qquad", "enspace", "thinspace", "nonumber",
     "hline", "mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar", "mathit", "angle",
     "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel", "middle",
+    "hspace", "vspace", "hphantom", "vphantom", "kern", "hskip", "medspace", "thickspace", "negthinspace",
 }
+CMD_ALIASES = {"bigcup": "cup", "bigcap": "cap"}  # between two sets they are the binary operations
 SIUNITX = {"num", "SI", "qty", "si", "unit"}
 TEXT_CMDS = {"text", "mbox", "textnormal", "textit", "textrm", "textsf", "texttt", "hbox", "emph"}
 STYLE_CMDS = {"mathrm", "mathbf", "textbf", "boldsymbol", "bm", "mathsf", "operatorname", "mathtt", "mathup", "bold"}
@@ -280,7 +282,9 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                     if name in ("mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar",
                                 "mathit", "underline", "cancel") and i < n and s[i] == "{":
                         pass  # the group is parsed as a plain group
-                    if name in ("tag", "phantom") and i < n and s[i] == "{":
+                    if name in ("hspace", "vspace") and i < n and s[i] == "*":
+                        i += 1
+                    if name in ("tag", "phantom", "hspace", "vspace", "hphantom", "vphantom") and i < n and s[i] == "{":
                         _, i = _read_group(s, i)
                     continue
                 if name in SIUNITX and i < n and s[i] == "{":
@@ -319,7 +323,7 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                 elif name in ("langle", "rangle"):
                     toks.append(Tok("op", "(" if name == "langle" else ")", space))  # a vector <1, 2>
                 else:
-                    toks.append(Tok("cmd", name, space))
+                    toks.append(Tok("cmd", CMD_ALIASES.get(name, name), space))
             elif d == "\\":
                 toks.append(Tok("op", "\\\\", space))
                 i += 2
@@ -605,7 +609,8 @@ class Parser:
             raise ParseError("empty")
         if len(groups) == 1 and len(groups[0]) == 1:
             return groups[0][0]
-        if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_inequality(g[0]) for g in groups):
+        if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_condition(g[0]) for g in groups) and any(
+                is_inequality(g[0]) for g in groups):
             # "x < -2 or x > 2": one condition, the union (or intersection) of the parts
             if len(groups) > MAX_ALTERNATIVES:
                 raise TooLarge("too many alternatives")
@@ -1377,6 +1382,11 @@ def is_inequality(v) -> bool:
     return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS for op in v.ops)
 
 
+def is_condition(v) -> bool:
+    """An inequality or an equation: a part of 'x < 0 or x = 1' (a union with a point)."""
+    return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS or op == "=" for op in v.ops)
+
+
 def rel_to_set(r, var=None, allow_eq: bool = False):
     """The real solution set of an inequality (chain) in one variable, or of inequalities joined by
     or/and (`Logic`); None when it is not one (several variables, undefined functions, no relation).
@@ -1384,7 +1394,7 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
     if isinstance(r, Logic):
         if var is None and rel_var(r) is None:
             return None  # "x < -2 or y > 2" is not a condition on one unknown
-        sets = [rel_to_set(x, var, allow_eq) for x in r.rels]
+        sets = [rel_to_set(x, var, allow_eq or r.op != ",") for x in r.rels]
         if any(x is None for x in sets):
             return None
         if r.op == "or":
@@ -1396,8 +1406,15 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
     if not isinstance(r, Rel) or not r.ops or not all(op in ops_ok for op in r.ops):
         return None
     parts = r.parts
+    if len(parts) == 2 and r.ops[0] in ("!=", "=") and isinstance(parts[1], PM):
+        # x \\ne \\pm 1: every value but those; x = \\pm 1 (a condition): those values
+        pts = _pm_points(parts[1])
+        v0 = rel_var(Rel([parts[0], Q(sp.Integer(0))], ["="]), var)
+        if pts is None or v0 is None or not (isinstance(parts[0], Q) and parts[0].e == v0):
+            return None
+        return sp.Complement(sp.S.Reals, pts) if r.ops[0] == "!=" else pts
     var_expr = rel_var(r, var)
-    if var_expr is None:
+    if var_expr is None or not all(isinstance(p, Q) for p in parts):
         return None
     if any(_hard_to_solve(_plain(p), var_expr) for p in parts):
         return None
@@ -1408,9 +1425,23 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
         la, lb = _plain(a).subs(var_expr, t), _plain(b).subs(var_expr, t)
         rel = rels[op](la, lb)
         if rel is sp.true or rel is sp.false:
-            return None
+            if not ({la, lb} & {sp.oo, -sp.oo}):
+                return None  # 2 < 3: no condition
+            out = out if rel is sp.true else sp.S.EmptySet  # -oo < x < -2: the infinite end is no bound
+            continue
         out = sp.Intersection(out, sp.solveset(rel, t, sp.S.Reals))
     return out
+
+
+def _pm_points(v):
+    """The real numbers of a +- value (`\\pm 1`), or None."""
+    pts = []
+    for a in v.alts:
+        e = _plain(a) if isinstance(a, Q) else None
+        if not isinstance(e, sp.Basic) or e.free_symbols or not e.is_real:
+            return None
+        pts.append(e)
+    return sp.FiniteSet(*pts)
 
 
 def rel_var(r, var=None):
@@ -1421,7 +1452,7 @@ def rel_var(r, var=None):
         return next(iter(vs)) if len(vs) == 1 else None
     if not isinstance(r, Rel):
         return None
-    parts = r.parts
+    parts = [p for p in r.parts if not (isinstance(p, PM) and _pm_points(p) is not None)]
     if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
         return None
     nonnum = [p for p in parts if p.e.free_symbols]
