@@ -176,6 +176,8 @@ def test_inequalities_name_one_variable():
     assert not ok("y > 2", "x > 2") and not ok(r"y \le 1 \text{ or } y > 3", r"x \le 1 \text{ or } x > 3")
     assert ok(r"t \le 1 \text{ or } t > 3", r"t \le 1 \text{ or } t > 3") and ok("2 < y", "y > 2")
     assert not ok(r"y \in [1, 2]", r"x \in [1, 2]") and ok(r"x \in [1, 2]", r"[1, 2]")
+    # x \in {1, 2} stays a list of answers
+    assert ok("1, 2", r"x \in \{1, 2\}") and ok(r"x = 1, 2", r"x \in \{1, 2\}") and not ok("1, 3", r"x \in \{1, 2\}")
 
 
 # ---------------------------------------------------------------- vectors and named answers

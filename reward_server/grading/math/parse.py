@@ -658,7 +658,7 @@ class Parser:
                 if not ops:
                     return parts[0]
         if ops == ["in"]:
-            inside = as_set(parts[1])
+            inside = as_set(parts[1]) if isinstance(parts[1], (SSet, Seq)) else None  # not \\{1, 2\\}: a list
             if inside is not None and isinstance(parts[0], Q) and isinstance(parts[0].e, sp.Symbol):
                 return SSet(inside, parts[0].e)  # x \\in S: the set S, remembering its variable
             return parts[1]
