@@ -154,6 +154,11 @@ U2 = r"(-\infty,-2)\cup(2,\infty)"
     (r"so \boxed{x < -2} \text{ or } \boxed{x > 2}", U2, True), (r"so \boxed{x < -2} \text{ or } \boxed{x > 3}", U2, False),
     (r"\boxed{x < -2} \text{ and } \boxed{x > 2}", U2, False),
     (r"So $x \in (-\infty, -2)$ or $x \in (2, \infty)$.", U2, True), (r"Thus $x<-2$ or $x>3$.", U2, False),
+    # a bare list of intervals, one of which cannot be a point (an infinite end, mixed brackets)
+    (r"(-\infty,-2) \text{ or } (2,\infty)", U2, True), (r"(-\infty,-2), (2,\infty)", U2, True),
+    (r"(-\infty,-2) \text{ or } (2,\infty)", r"|x| > 2", True), (r"(1,2] \text{ or } (3,4)", r"(1,2]\cup(3,4)", True),
+    (r"(-\infty,-2] \text{ or } (2,\infty)", U2, False), (r"(-\infty,-2) \text{ or } (3,\infty)", r"|x| > 2", False),
+    (r"(1,2) \text{ or } (3,4)", r"(1,2)\cup(3,4)", False),
 )
 def test_more_union_notations(pred, gold, expected):
     assert ok(pred, gold) is expected

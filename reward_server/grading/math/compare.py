@@ -463,6 +463,20 @@ def _expand_rel_list(items: list) -> list:
     return out
 
 
+def _interval_list(v):
+    """A bare list of intervals ('(-oo, -2) or (2, oo)', '(-oo, 1], (3, 5)') as their union, when at
+    least one of them cannot be a point (an infinite end, or brackets that differ); else None."""
+    if not (isinstance(v, Seq) and not v.open and len(v.items) > 1):
+        return None
+    sets = [as_set(x) if isinstance(x, Seq) else None for x in v.items]
+    if any(x is None or not isinstance(x, sp.Interval) for x in sets):
+        return None
+    if not any({x.items[0].e, x.items[1].e} & {sp.oo, -sp.oo} or x.open + x.close in ("(]", "[)")
+               for x in v.items):
+        return None
+    return sp.Union(*sets)
+
+
 def _pieces(s) -> int:
     """How many intervals or points it takes to write a real set: 1 for an interval (or R), 2 for
     (-oo, 3) U (3, oo). Sets SymPy leaves unevaluated count as several."""
@@ -521,6 +535,7 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         if v is not None:
             return eq(v, other, o) if rel_is_gold else eq(other, v, o)
         so = as_set(other)
+        so = _interval_list(other) if so is None else so
         s = rel_to_set(r) if so is not None else None
         if s is not None:
             if isinstance(other, SSet) and other.var is not None and other.var != rel_var(r):
@@ -532,6 +547,8 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
     # sets built with unions / intervals
     if isinstance(g, SSet) or isinstance(p, SSet):
         a, b = as_set(g), as_set(p)
+        a = _interval_list(g) if a is None else a
+        b = _interval_list(p) if b is None else b
         if a is None or b is None:
             return False, "set vs non-set"
         if getattr(g, "var", None) is not None and getattr(p, "var", None) is not None and g.var != p.var:
