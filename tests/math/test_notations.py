@@ -292,6 +292,8 @@ def test_gsm8k_answer_fields(pred, gold, expected):
     # "or"/"and" glued between a value and the next assignment
     ("x=1orx=-1", r"x = \pm 1", True), ("W(x)=1orW(x)=-1", r"W(n) = 1 \text{ and } W(n) = -1", True),
     ("a=2andb=3", "a = 2, b = 3", True), ("x=1orx=2", r"x = \pm 1", False), ("a=2andb=4", "a = 2, b = 3", False),
+    ("x<-2orx>2", r"(-\infty,-2)\cup(2,\infty)", True), (r"x\le-2orx\ge2", r"|x| \ge 2", True),
+    ("x<-2orx>3", r"(-\infty,-2)\cup(2,\infty)", False),
     # a reference whose box never closes (double-escaped data fields): its content to the end
     ("W(x)=1orW(x)=-1", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", True), (r"x = 3", r"\boxed{3", True),
     ("W(x)=1orW(x)=-3", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", False), ("4", r"\boxed{3", False),
@@ -356,6 +358,9 @@ HOSTILE = {
     "math blocks joined by or": "So we get " + " or ".join(["$x>1$"] * (N // 10)),
     "glued connectives": "1or" * (N // 3), "glued assignments": "x=1orx=" * (N // 7) + "1",
     "unclosed reference box": "\\boxed{" + "x" * N,
+    "or-joined conditions with points": " or ".join(["x>1", "x=0"] * 150),
+    "letter unions": "(0,1) U " * (N // 8) + "(2,3)", "interval lists": ", ".join(["(-\\infty,1)"] * 300),
+    "hspace groups": "x<1 \\hspace{" * 3000 + "}" * 3000, "comma conditions": ", ".join(f"x \\ne {i}" for i in range(300)),
     "spaces between math blocks": "We find $x>1$" + " " * N + ", $x<0$ and so on.",
     "ratio terms": ":".join(["1"] * 600), "angle brackets": "\\langle " * (N // 8),
     "glued units": "10cm " * (N // 5), "unclosed display math": "\\[" * (N // 2), "unclosed inline math": "\\(" * (N // 2),

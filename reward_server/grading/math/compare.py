@@ -109,9 +109,10 @@ def normalize(s: str) -> str:
 _LETTER_UNION = re.compile(r"(?<=[)\]])\s{0,3}(?:\\(?:text|mathrm)\s*\{\s*U\s*\}|U)\s{0,3}(?=\\left\s*[(\[]|[(\[])")
 
 
-# "or"/"and" glued between a finished value (a digit, a closing bracket) and the next assignment of
-# a name ("x=", "W(x)="): written without spaces, the connective otherwise merges into one word
-_GLUED_CONNECTIVE = re.compile(r"(?<=[0-9)\]}])(or|and)(?=[A-Za-z][A-Za-z0-9_]{0,10}(?:\([^()=]{0,20}\))?\s{0,3}=)")
+# "or"/"and" glued between a finished value (a digit, a closing bracket) and the next relation on
+# a name ("x=", "W(x)=", "x>", "x\\le"): written without spaces, the connective merges into one word
+_GLUED_CONNECTIVE = re.compile(
+    r"(?<=[0-9)\]}])(or|and)(?=[A-Za-z][A-Za-z0-9_]{0,10}(?:\([^()=]{0,20}\))?\s{0,3}(?:[=<>]|\\(?:le|ge|ne|lt|gt)))")
 
 
 def alternatives(s: str) -> list[str]:
