@@ -117,6 +117,9 @@ def test_inequalities_joined_by_or(pred, gold, expected):
     # a single interval reference: chains, one-sided and |x| < a inequalities are not interval notation
     (r"-2 \le x \le 7", r"x \in [-2,7]", False), (r"x \ge 1", r"[1,\infty)", False), (r"|x| < 2", "(-2,2)", False),
     (r"x < 0 \text{ or } 0 \le x < 3", r"(-\infty,3)", False), (r"x > 1 \text{ and } x < 4", "(1, 4)", False),
+    # a set-builder reference states conditions itself: an equivalent inequality answers it
+    (r"-2 \le x \le 7", r"\{x \mid -2 \le x \le 7\}", True), (r"x \geq 3", r"\{x : x \ge 3\}", True),
+    (r"-2 < x \le 7", r"\{x \mid -2 \le x \le 7\}", False), (r"x > 3", r"\{x : x \ge 3\}", False),
 )
 def test_inequality_answers_for_set_references(pred, gold, expected):
     assert ok(pred, gold) is expected
@@ -169,6 +172,7 @@ def test_interval_form_policies():
     assert ok(*union) and ok(*union, interval_form="union") and ok(*union, interval_form="either")
     assert not ok(*union, interval_form="required")
     assert not ok(*single) and not ok(*single, interval_form="required") and ok(*single, interval_form="either")
+    assert not ok(single[0], r"\{x \mid -2 \le x \le 7\}", interval_form="required")
     assert not ok(r"x < -3 \text{ or } x > 4", union[1], interval_form="either")
     # an inequality reference accepts interval notation under every policy
     for policy in ("required", "union", "either"):

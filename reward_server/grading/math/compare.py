@@ -492,14 +492,15 @@ def _pieces(s) -> int:
     return 2
 
 
-def _inequality_form_ok(ref_set, policy: str) -> bool:
+def _inequality_form_ok(ref_set, policy: str, builder: bool = False) -> bool:
     """May an inequality answer stand for this interval/set reference? 'either': yes. 'required': no
     (Math-Verify's policy). 'union' (default): only when the reference is not one interval, i.e. the
     question's set takes a union of pieces (|x| > 2, x < 1 or x > 3, x != 3), which inequalities
-    write as naturally as interval notation; a single interval reference asked for that notation."""
+    write as naturally as interval notation, or when the reference itself states conditions
+    (set-builder); a single interval reference asked for interval notation."""
     if policy == "either":
         return True
-    return policy == "union" and _pieces(ref_set) >= 2
+    return policy == "union" and (builder or _pieces(ref_set) >= 2)
 
 
 def eq(g, p, o: Opts) -> tuple[bool, str]:
@@ -541,7 +542,7 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         if s is not None:
             if isinstance(other, SSet) and other.var is not None and other.var != rel_var(r):
                 return False, "different variables"  # x \\in S vs t > 2
-            if not rel_is_gold and not _inequality_form_ok(so, o.interval_form):
+            if not rel_is_gold and not _inequality_form_ok(so, o.interval_form, getattr(other, "builder", False)):
                 return False, "inequality answer for an interval/set reference"
             return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
         return False, "relation vs value"

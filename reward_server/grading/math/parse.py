@@ -98,6 +98,7 @@ class SetV:
 class SSet:
     s: object  # a sympy Set
     var: object = None  # the variable a reference names ('x \\in S'), which an inequality answer must use
+    builder: bool = False  # written in set-builder notation: its conditions are inequalities already
 
     def __str__(self) -> str:
         return str(self.s)
@@ -963,7 +964,7 @@ class Parser:
             if kind != "or":
                 break
         self.expect_op("\\}")
-        return SSet(sp.Intersection(dom, union))
+        return SSet(sp.Intersection(dom, union), builder=True)
 
     def parse_postfix(self, v):
         while True:
