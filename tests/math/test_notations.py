@@ -162,6 +162,10 @@ U2 = r"(-\infty,-2)\cup(2,\infty)"
     (r"(-\infty,-2) \text{ or } (2,\infty)", r"|x| > 2", True), (r"(1,2] \text{ or } (3,4)", r"(1,2]\cup(3,4)", True),
     (r"(-\infty,-2] \text{ or } (2,\infty)", U2, False), (r"(-\infty,-2) \text{ or } (3,\infty)", r"|x| > 2", False),
     (r"(1,2) \text{ or } (3,4)", r"(1,2)\cup(3,4)", False),
+    # ISO 31-11 / French brackets: ]a, b[ is open, [a, b[ right-open
+    (r"x<-2 \text{ or } x>2", r"]-\infty,-2[\cup]2,+\infty[", True), (r"]-\infty,-2[\cup]2,+\infty[", U2, True),
+    (r"[0, 1[", "[0,1)", True), (r"]0, 1]", "(0,1]", True), (r"]0, 1]", "[0,1]", False), (r"]-\infty,-2]\cup]2,+\infty[", U2, False),
+    ("[1,2],[3,4]", "[1,2],[3,4]", True), ("(1,2], [3,4)", "(1,2], [3,4)", True),
 )
 def test_more_union_notations(pred, gold, expected):
     assert ok(pred, gold) is expected

@@ -101,8 +101,21 @@ def normalize(s: str) -> str:
     s = re.sub(r"[.。]+$", "", s).strip()
     s = _GLUED_CONNECTIVE.sub(r" \1 ", s)  # x=1orx=-1, W(x)=1orW(x)=-1
     s = _LETTER_UNION.sub(r" \\cup ", s)  # (-oo, -2) U (2, oo)
+    s = _ISO_INTERVAL.sub(_iso_interval, s)  # ]-oo, -2[ (ISO 31-11 / French notation)
     s = re.sub(r"\\text\s*\{\s*[.,;]?\s*\}\s*$", "", s).strip()  # a trailing \text{.}
     return s
+
+
+# an interval with one endpoint, written as in ISO 31-11 ("]a, b[" open, "[a, b[" right-open); an
+# ordinary "[a, b]" matches too and is left as it is
+_ISO_INTERVAL = re.compile(r"(?<![0-9)}])([\[\]])([^\[\](),]{1,80}),([^\[\](),]{1,80})([\[\]])")
+
+
+def _iso_interval(m: re.Match) -> str:
+    o, a, b, c = m.groups()
+    if o == "[" and c == "]":
+        return m.group(0)
+    return ("(" if o == "]" else "[") + a + "," + b + (")" if c == "[" else "]")
 
 
 # a capital U between two intervals is a union (plain-text answers)
