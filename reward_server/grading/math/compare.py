@@ -106,8 +106,8 @@ def normalize(s: str) -> str:
     return s
 
 
-# an interval with one endpoint, written as in ISO 31-11 ("]a, b[" open, "[a, b[" right-open); an
-# ordinary "[a, b]" matches too and is left as it is
+# an interval written as in ISO 31-11, a bracket turned outward at each open end ("]a, b[" open,
+# "[a, b[" right-open); an ordinary "[a, b]" matches too and is left as it is
 _ISO_INTERVAL = re.compile(r"(?<![0-9)}])([\[\]])([^\[\](),]{1,80}),([^\[\](),]{1,80})([\[\]])")
 
 
