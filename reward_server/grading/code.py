@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from reward_server.schemas import CodeTask, ExtractOptions
 from reward_server.settings import Weights
-from sandbox.jobs import Job, JobResult, Limits
+from sandbox.jobs import AssertCheckTests, Job, JobResult, Limits
 
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 _LANG_CHARS = frozenset("+.#-_")
@@ -103,7 +103,12 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         update["memory_mb"] = task.memory_mb
     if update:
         limits = limits.model_copy(update=update)
-    return Job(program=task.prefix + program, language=task.language, tests=task.tests, limits=limits)
+    tests = task.tests
+    if task.prefix and isinstance(tests, AssertCheckTests) and not (tests.prompt or tests.helpers):
+        # a HumanEval prompt given as the program's prefix is also the task's: its helpers
+        # (HumanEval/38's encode_cyclic) then run on the trusted side, not the program's
+        tests = tests.model_copy(update={"prompt": task.prefix})
+    return Job(program=task.prefix + program, language=task.language, tests=tests, limits=limits)
 
 
 def shape_reward(result: JobResult, weights: Weights) -> float:

@@ -79,7 +79,7 @@ class Supervisor:
 
     def emit(self, obj: dict) -> None:
         # valid UTF-8 whatever a candidate's strings hold: the server re-serialises them
-        framing.send_frame(self.conn, obj, errors="replace")
+        framing.send_frame(self.conn, obj, errors="backslashreplace")
 
     def run_job(self, msg: dict) -> None:
         ch = self.ch
