@@ -72,6 +72,8 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         update["timeout_s"] = task.timeout_s
     if task.memory_mb is not None:
         update["memory_mb"] = task.memory_mb
+    if task.stop_on_timeout is not None:
+        update["stop_on_timeout"] = task.stop_on_timeout
     if update:
         limits = limits.model_copy(update=update)
     return Job(program=task.prefix + program, language=task.language, tests=task.tests, limits=limits)

@@ -470,6 +470,7 @@ class Children:
         to the candidate; we only watch it."""
         if c is not None:
             self.sel.unregister(c.ctrl)
+        self.progress.set_candidate(c.pid if c is not None else 0)  # whose CPU each test's clock reads
         v = self.v
         if not v or v.eof:
             return
