@@ -214,7 +214,8 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
             pin = options.pop("pin_cpus", settings.pin_cpus)
             if pin is not None and not isinstance(pin, bool):
                 raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
-            p = make_pool(kind=settings.sandbox, size=settings.pool_size, pin_cpus=pin, **options)
+            p = make_pool(kind=settings.sandbox, size=settings.pool_size, slots=settings.pool_slots,
+                          job_memory_mb=settings.job_memory_mb, pin_cpus=pin, **options)
             await p.start()
         math_module = load_math_module()
         grader = None

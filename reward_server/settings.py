@@ -32,6 +32,11 @@ class Settings(BaseSettings):
 
     sandbox: SandboxKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
     pool_size: int | None = Field(None, ge=1, description="runners in the pool (default: the host's choice)")
+    pool_slots: int | None = Field(
+        None, ge=1, description="jobs the pool runs at once (default: min(4 x cores, memory / job_memory_mb); limits "
+        "are CPU time, so sleeping or waiting jobs cost nothing; docs/RELIABILITY.md)",
+    )
+    job_memory_mb: int = Field(256, ge=16, description="memory one job is budgeted when sizing the pool by default")
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
     pin_cpus: bool | None = Field(
         None,

@@ -521,15 +521,54 @@ def docker_available(timeout: float = 3.0) -> bool:
         return False
 
 
+SLOTS_PER_CORE = 4
+JOB_MEMORY_MB = 256
+
+
+def memory_bytes() -> int:
+    """The memory this process's jobs share: the cgroup's limit where one is set, else the
+    machine's RAM (0 when neither can be read)."""
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            text = f.read().strip()
+        if text.isdigit():
+            return int(text)
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def default_slots(cores: int | None = None, mem_bytes: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
+                  per_core: int = SLOTS_PER_CORE) -> int:
+    """Jobs the pool runs at once by default: min(per_core * cores, memory / job_memory_mb).
+    More than one per core because a test's limit is CPU time (sandbox/runner/cpuclock.py): a
+    job that sleeps, blocks or waits for its turn on a core costs no CPU and its verdict does
+    not change, so the pool can overlap them; memory is what really bounds it (a typical job's
+    processes hold well under job_memory_mb resident; its address-space cap is per process)."""
+    cores = cores or len(allowed_cpus()) or os.cpu_count() or 2
+    mem = memory_bytes() if mem_bytes is None else mem_bytes
+    by_memory = mem // (job_memory_mb << 20) if mem > 0 else per_core * cores
+    return max(1, min(per_core * cores, by_memory))
+
+
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
-              pin_cpus: bool | None = None, **host_options: Any) -> SandboxPool:
+              pin_cpus: bool | None = None, slots: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
+              **host_options: Any) -> SandboxPool:
     """A pool on the named host; `auto` takes docker when an engine and our image answer.
+    `slots` is the jobs it runs at once (default: `default_slots`), spread over `size`
+    runners (default: one per core, at most 8) of `per_runner` jobs each; `per_runner`
+    given alone fixes the capacity at size * per_runner.
     `pin_cpus` (see CpuPlan) defaults to on where the pool starts its own runners and off
     for socketdir, whose runners other reward servers on the same machine may share."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
     per_runner_given = per_runner
-    per_runner = per_runner or 2
+    if per_runner is None:
+        total = slots or default_slots(job_memory_mb=job_memory_mb)
+        per_runner = max(1, -(-total // size))
     if kind == "auto":
         from sandbox.hosts.docker import DockerHost
 

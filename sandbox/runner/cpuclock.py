@@ -31,7 +31,7 @@ def process_cpu_s(pid: int) -> float | None:
         return None
     try:
         return time.clock_gettime(process_clock(pid))
-    except OSError:
+    except (OSError, OverflowError):  # gone, or no pid at all (beyond pid_max)
         return None
 
 
@@ -90,6 +90,7 @@ class TestClock:
         self.wall_s = limit_s * max(1.0, wall_factor)
         self.started = started
         self.cpu_at_start = cpu_at_start
+        self.used: float | None = None  # CPU seconds at the last check, where it could be read
 
     @property
     def first_check(self) -> float:
@@ -102,6 +103,8 @@ class TestClock:
         if now < self.first_check:
             return "", self.first_check
         used = None if cpu_now is None or self.cpu_at_start is None else cpu_now - self.cpu_at_start
+        if used is not None:
+            self.used = used
         if used is not None and used >= self.limit_s:
             return "cpu", now
         if now >= self.started + self.wall_s:
@@ -114,8 +117,8 @@ class TestClock:
         """What a test's result says about the limit that ended it."""
         if which == "cpu":
             return f"CPU time limit exceeded ({self.limit_s:g} s)"
-        return (f"wall-clock limit exceeded ({self.wall_s:g} s, the backstop of a {self.limit_s:g} s CPU limit: "
-                "the program slept or waited)")
+        why = "the program slept or waited" if self.used is None else f"it had used {self.used:.2f} s of CPU"
+        return f"wall-clock limit exceeded ({self.wall_s:g} s, the backstop of a {self.limit_s:g} s CPU limit: {why})"
 
 
 def wall_factor_of(lim: dict) -> float:

@@ -1,0 +1,114 @@
+"""Time limits are the candidate's CPU time; the wall clock is a backstop (sandbox/runner/cpuclock.py).
+
+Through a real pool on each host. Programs measure their own CPU with time.process_time, so
+each test says exactly how much CPU a program used whatever the machine's speed or load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from sandbox import ExecRequest, Limits
+from sandbox.runner.cpuclock import TestClock, process_cpu_s, tree_cpu_s
+from tests.sandbox.conftest import host_job_processes, job, no_runner_lost
+
+BURN = "import time\ndef burn(s):\n    t = time.process_time()\n    while time.process_time() - t < s:\n        pass\n"
+LOOP = "def f(x):\n    while True:\n        pass\n"
+SLEEP = "import time\ndef f(x):\n    time.sleep(60)\n"
+ASSERTS8 = {"kind": "assert", "asserts": [f"assert f({i}) == {i}" for i in range(8)]}
+
+
+async def test_cpu_of_earlier_tests_is_not_charged_to_later_ones(pool):
+    # one candidate serves every test: 4 x 0.6 s is 2.4 s in all, each test well within 1 s
+    program = BURN + "def f(x):\n    burn(0.6)\n    return x\n"
+    tests = {"kind": "assert", "asserts": [f"assert f({i}) == {i}" for i in range(4)]}
+    r = await pool.run(job(program, tests, timeout_s=1.0))
+    assert [t.status for t in r.tests] == ["passed"] * 4, r
+
+
+async def test_a_loop_is_stopped_by_its_cpu_time_and_the_rest_are_skipped(pool):
+    async with no_runner_lost(pool):
+        t0 = time.monotonic()
+        r = await pool.run(job(LOOP, ASSERTS8, timeout_s=1.0))
+        took = time.monotonic() - t0
+    assert [t.status for t in r.tests] == ["timeout"] + ["skipped"] * 7, r
+    # CPU time, or (on a machine so busy it got under a third of a core) the wall backstop
+    assert r.tests[0].message.startswith(("CPU time limit exceeded (1 s)", "wall-clock limit exceeded (3 s")), r
+    assert "earlier test timed out" in r.tests[1].message
+    assert r.passed == 0 and r.runs  # the module itself ran
+    assert took < 3 * 1.0 + 5, took  # one timeout (at most its wall backstop), not eight
+
+
+async def test_stop_on_timeout_off_runs_every_test(pool):
+    program = "def f(x):\n    while x % 2:\n        pass\n    return x\n"
+    tests = {"kind": "assert", "asserts": [f"assert f({i}) == {i}" for i in range(4)]}
+    r = await pool.run(job(program, tests, timeout_s=0.5, stop_on_timeout=False))
+    assert [t.status for t in r.tests] == ["passed", "timeout", "passed", "timeout"], r
+
+
+async def test_a_sleeper_meets_the_wall_clock_backstop(pool):
+    t0 = time.monotonic()
+    r = await pool.run(job(SLEEP, {"kind": "assert", "asserts": ["assert f(1) == 1", "assert f(2) == 2"]},
+                           timeout_s=0.5, wall_factor=2.0))
+    took = time.monotonic() - t0
+    assert [t.status for t in r.tests] == ["timeout", "skipped"], r
+    assert r.tests[0].message.startswith("wall-clock limit exceeded (1 s, the backstop of a 0.5 s CPU limit: it had "
+                                         "used 0.0"), r
+    assert took >= 1.0, took  # it slept: its CPU never reached the limit, the wall clock ended it
+
+
+async def test_stdio_loop_and_sleep(pool):
+    cases = {"kind": "stdio", "cases": [{"stdin": "", "stdout": "1"}] * 3}
+    r = await pool.run(job("while True:\n    pass\n", cases, timeout_s=0.5))
+    assert [t.status for t in r.tests] == ["timeout", "skipped", "skipped"], r
+    assert r.tests[0].message.startswith(("CPU time limit exceeded", "wall-clock limit exceeded (1.5 s")), r
+    r = await pool.run(job("import time\ntime.sleep(60)\n", cases, timeout_s=0.5, wall_factor=2.0))
+    assert [t.status for t in r.tests] == ["timeout", "skipped", "skipped"], r
+    assert r.tests[0].message.startswith("wall-clock limit exceeded"), r
+    r = await pool.run(job(BURN + "burn(0.3)\nprint(1)\n", cases, timeout_s=1.0))
+    assert r.passed == 3, r
+
+
+async def test_a_childs_cpu_counts_in_a_script_run(pool):
+    # the program waits (no CPU of its own) while its child burns: the child's CPU is charged
+    program = "import subprocess, sys\nsubprocess.run([sys.executable, '-c', 'while True: pass'])\n"
+    r = await pool.execute(ExecRequest(program=program, limits=Limits(timeout_s=0.5, wall_factor=10, memory_mb=256)))
+    assert r.status == "timeout" and r.time_s < 4.0, r
+
+
+async def test_a_looping_top_level_meets_the_cpu_limit(pool):
+    r = await pool.run(job("while True:\n    pass\ndef f(x):\n    return x\n", ASSERTS8, timeout_s=0.5))
+    assert not r.runs and "CPU time limit exceeded" in r.load_message, r
+
+
+async def test_a_cancelled_job_stops_on_the_runner(pool):
+    """The client gives up on a running job (its HTTP client went away): the runner stops it
+    (the candidate dies, its uid is cleaned) instead of running it to the end."""
+    task = asyncio.ensure_future(pool.run(job(LOOP, ASSERTS8, timeout_s=20.0, stop_on_timeout=False)))
+    deadline = time.monotonic() + 20
+    while not host_job_processes() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert host_job_processes(), "the looping candidate never started"
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    deadline = time.monotonic() + 5
+    while host_job_processes() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
+    assert host_job_processes() == [], "the cancelled job's candidate still runs"
+    async with no_runner_lost(pool):
+        pass
+
+
+def test_clock_decisions():
+    c = TestClock(1.0, 3.0, started=100.0, cpu_at_start=5.0)
+    assert c.check(100.5, None) == ("", 101.0)  # before the limit nothing is read
+    assert c.check(101.0, 6.0)[0] == "cpu"
+    which, again = c.check(101.0, 5.4)  # starved: 0.4 s of CPU in 1 s
+    assert which == "" and again == pytest.approx(101.6)
+    assert c.check(103.0, 5.9)[0] == "wall"
+    assert c.check(101.5, None) == ("", 103.0)  # the process is gone: only the wall clock
+    assert process_cpu_s(-1) is None and tree_cpu_s(10**9, None) is None
