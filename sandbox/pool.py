@@ -34,6 +34,7 @@ from sandbox.jobs import (
     TestResult,
 )
 from sandbox.runner import flags
+from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
 
@@ -324,7 +325,7 @@ class SandboxPool:
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
         n_guess = _count_tests(job)
-        budget = job.limits.timeout_s * job.limits.wall_factor * (n_guess + 3) + 30
+        budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
                "limits": job.limits.model_dump(), "stream": on_event is not None}
         self.jobs_total += 1
@@ -345,7 +346,7 @@ class SandboxPool:
                "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
                "limits": req.limits.model_dump()}
         self.jobs_total += 1
-        done, ident = await self._exchange(msg, req.limits.timeout_s * req.limits.wall_factor + 30, None)
+        done, ident = await self._exchange(msg, req.limits.timeout_s * req.limits.wall_factor * HARD_FACTOR + 30, None)
         return ExecResult(
             status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
             stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),

@@ -80,26 +80,34 @@ def tree_cpu_s(pid: int, uid: int | None) -> float | None:
 
 
 class TestClock:
-    """One test's (or one load's) limits: `limit_s` of CPU, a wall-clock backstop of
-    `wall_factor` times that. `check` says whether either has passed and when to look again."""
+    """One test's (or one load's) limits: `limit_s` of CPU; a wall-clock backstop of
+    `wall_factor` times that for a program that sleeps or blocks, not counting the time it
+    waited for a CPU (a starved computation is not a sleeper: it meets the CPU limit); and a
+    hard cap of HARD_FACTOR backstops in all, whatever the machine does. `check` says
+    whether one has passed and when to look again."""
 
     __test__ = False  # not a pytest class
 
     def __init__(self, limit_s: float, wall_factor: float, started: float, cpu_at_start: float | None) -> None:
         self.limit_s = limit_s
         self.wall_s = limit_s * max(1.0, wall_factor)
+        self.hard_s = self.wall_s * HARD_FACTOR
         self.started = started
         self.cpu_at_start = cpu_at_start
         self.used: float | None = None  # CPU seconds at the last check, where it could be read
+        self.waited = 0.0  # seconds it waited for a CPU since the first check
+        self._delay0: float | None = None
 
     @property
     def first_check(self) -> float:
         """Before this, neither limit can have passed (CPU time <= wall time per thread)."""
         return self.started + self.limit_s
 
-    def check(self, now: float, cpu_now: float | None) -> tuple[str, float]:
-        """("cpu" | "wall" | "", when to look again). Without a CPU reading (the process is
-        gone, or the clock was not readable at the start) only the wall clock counts."""
+    def check(self, now: float, cpu_now: float | None, delay_now: float | None = None) -> tuple[str, float]:
+        """("cpu" | "wall" | "hard" | "", when to look again). `delay_now`: the process's run
+        queue delay so far (run_delay_s), counted from the first check on. Without a CPU
+        reading (the process is gone, or the clock was not readable at the start) only the
+        wall clock counts."""
         if now < self.first_check:
             return "", self.first_check
         used = None if cpu_now is None or self.cpu_at_start is None else cpu_now - self.cpu_at_start
@@ -107,18 +115,46 @@ class TestClock:
             self.used = used
         if used is not None and used >= self.limit_s:
             return "cpu", now
-        if now >= self.started + self.wall_s:
+        if now >= self.started + self.hard_s:
+            return "hard", now
+        if delay_now is not None:
+            if self._delay0 is None:
+                self._delay0 = delay_now
+            self.waited = max(0.0, delay_now - self._delay0)
+        off = now - self.started - self.waited  # wall time it did not spend waiting for a CPU
+        if off >= self.wall_s:
             return "wall", now
-        if used is None:
-            return "", self.started + self.wall_s
-        return "", min(self.started + self.wall_s, now + max(self.limit_s - used, MIN_STEP_S))
+        step = self.wall_s - off
+        if used is not None:
+            step = min(step, self.limit_s - used)
+        return "", min(self.started + self.hard_s, now + max(step, MIN_STEP_S))
 
     def message(self, which: str) -> str:
         """What a test's result says about the limit that ended it."""
         if which == "cpu":
             return f"CPU time limit exceeded ({self.limit_s:g} s)"
-        why = "the program slept or waited" if self.used is None else f"it had used {self.used:.2f} s of CPU"
-        return f"wall-clock limit exceeded ({self.wall_s:g} s, the backstop of a {self.limit_s:g} s CPU limit: {why})"
+        used = "" if self.used is None else f"; it used {self.used:.2f} s of CPU"
+        if which == "hard":
+            return f"wall-clock limit exceeded ({self.hard_s:g} s in all, the hard cap of a {self.limit_s:g} s CPU limit{used})"
+        why = "the program slept or waited" if not self.used else f"it used {self.used:.2f} s of CPU"
+        waited = f", not counting {self.waited:.1f} s waiting for a CPU" if self.waited >= 0.05 else ""
+        return f"wall-clock limit exceeded ({self.wall_s:g} s{waited}, the backstop of a {self.limit_s:g} s CPU limit: {why})"
+
+
+def run_delay_s(pid: int) -> float | None:
+    """Seconds `pid`'s main thread has waited on a run queue for a CPU (/proc/<pid>/schedstat)."""
+    try:
+        fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
+        try:
+            data = os.read(fd, 256)
+        finally:
+            os.close(fd)
+        return int(data.split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+HARD_FACTOR = 4  # the hard cap, in wall-clock backstops: bounds a job whatever the load
 
 
 def wall_factor_of(lim: dict) -> float:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from . import flags, verdict
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
-from .cpuclock import TestClock, process_cpu_s, wall_factor_of
+from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, wall_factor_of
 from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
@@ -40,6 +40,7 @@ class FunctionRun:
         # a timed-out test ends the job: the rest are skipped (a looping program costs one timeout)
         self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
         self.stop_after: int | None = None  # the test that timed out; those after it are skipped
+        self.clock: TestClock | None = None  # the running test's
         ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.flags: set[str] = set()
         self.cand: Candidate | None = None
@@ -122,7 +123,7 @@ class FunctionRun:
         while not (settled := ch.wait_settled(c, wake)):
             if c.eof or c.killed or ch.meter.over_limit:
                 break
-            over, wake = clock.check(time.monotonic(), process_cpu_s(c.pid))
+            over, wake = clock.check(time.monotonic(), process_cpu_s(c.pid), run_delay_s(c.pid))
             if over:
                 break
         said = c.channel.load
@@ -299,7 +300,7 @@ class FunctionRun:
         writes its progress to shared memory; we wake only for its messages (a lost or
         needed candidate, the results), the candidate's output, and deadlines."""
         ch, n, timeout = self.ch, self.n, self.timeout
-        self.job_deadline = time.monotonic() + timeout * self.wall_factor * (n + 2) + 10
+        self.job_deadline = time.monotonic() + timeout * self.wall_factor * HARD_FACTOR * (n + 2) + 10
         ch.meter.unit_index = -1
         if not (self.go() if self.verdict_waits else self.start_verdict(0)):
             return
@@ -382,11 +383,14 @@ class FunctionRun:
                 self.over = not self.salvage_and_restart()
                 return None
             return min(wake, self.killed_at[idx] + GRACE_S)
-        clock = TestClock(self.timeout, self.wall_factor, started, cpu_at_start)
+        clock = self.clock
+        if clock is None or (clock.started, clock.cpu_at_start) != (started, cpu_at_start):
+            clock = self.clock = TestClock(self.timeout, self.wall_factor, started, cpu_at_start)
         if now < clock.first_check:
             return min(wake, clock.first_check + 0.001)
         c = self.cand
-        over, again = clock.check(now, process_cpu_s(c.pid) if c and not c.killed else None)
+        alive = c is not None and not c.killed
+        over, again = clock.check(now, process_cpu_s(c.pid) if alive else None, run_delay_s(c.pid) if alive else None)
         if over:
             why = ("timeout", clock.message(over))
             self.killed_at[idx] = now

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from . import files, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
 from .compare import stdout_matches
-from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
+from .cpuclock import TestClock, run_delay_s, tree_cpu_s, wall_factor_of
 
 
 @dataclass
@@ -62,7 +62,7 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
         else:
             ch.sel.unregister(c.stdin_w)
             close_fd(c, "stdin_w")
-        settled = ch.wait_settled(c, clock.started + clock.wall_s)
+        settled = ch.wait_settled(c, clock.started + clock.hard_s)
         if settled and c.channel.load.syntax_ok is False:
             why = c.channel.load.message
             out.syntax_ok, out.status, out.message, out.exit = False, "error", why, 1
@@ -84,7 +84,9 @@ def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, ou
     while (c.open_pipes > 0 or c.pid not in ch.exits) and not c.killed and not meter.over_limit:
         now = time.monotonic()
         if now >= wake:
-            over, wake = clock.check(now, tree_cpu_s(c.pid, uid) if c.pid not in ch.exits else None)
+            alive = c.pid not in ch.exits
+            over, wake = clock.check(now, tree_cpu_s(c.pid, uid) if alive else None,
+                                     run_delay_s(c.pid) if alive else None)
             if over:
                 break
             continue
