@@ -14,6 +14,7 @@ import pytest
 
 from sandbox import ExecRequest, Limits
 from sandbox.runner.cpuclock import TestClock, process_cpu_s, tree_cpu_s
+from sandbox.runner.uidlease import UID_LO
 from tests.sandbox.conftest import job, no_runner_lost
 
 BURN = "import time\ndef burn(s):\n    t = time.process_time()\n    while time.process_time() - t < s:\n        pass\n"
@@ -86,7 +87,8 @@ async def test_a_looping_top_level_meets_the_cpu_limit(pool):
 
 
 def _running_candidates(pool) -> list[int]:
-    """Candidate processes (uid 20000 + 2k) of this pool's runners that are running now."""
+    """Job processes (leased uids, sandbox/runner/uidlease.py) of this pool's runners that are
+    running now."""
     tree: dict[int, list[int]] = {}
     info: dict[int, tuple[int, str]] = {}
     for name in os.listdir("/proc"):
@@ -104,7 +106,7 @@ def _running_candidates(pool) -> list[int]:
     while todo:
         pid = todo.pop()
         uid, state = info.get(pid, (-1, ""))
-        if 20000 <= uid < 20100 and uid % 2 == 0 and state == "R":
+        if uid >= UID_LO and state == "R":
             found.append(pid)
         todo += tree.get(pid, [])
     return found
@@ -113,7 +115,10 @@ def _running_candidates(pool) -> list[int]:
 async def test_a_cancelled_job_stops_on_the_runner(pool):
     """The client gives up on a running job (its HTTP client went away): the runner stops it
     (the candidate dies, its uid is cleaned) instead of running it to the end."""
-    task = asyncio.ensure_future(pool.run(job(LOOP, ASSERTS8, timeout_s=20.0, stop_on_timeout=False)))
+    loaded = asyncio.Event()
+    task = asyncio.ensure_future(pool.run(job(LOOP, ASSERTS8, timeout_s=20.0, stop_on_timeout=False),
+                                          on_event=lambda ev: ev.get("event") == "load" and loaded.set()))
+    await asyncio.wait_for(loaded.wait(), 30)
     deadline = time.monotonic() + 20
     while not _running_candidates(pool) and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
