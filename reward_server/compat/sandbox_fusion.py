@@ -104,7 +104,9 @@ async def run_code(req: RunCodeRequest, request: Request):
 
         raise item_error(["code"], f"longer than {settings.max_code_bytes} bytes", "too_long")
     timeout = min(float(req.run_timeout) or Limits().timeout_s, settings.max_timeout_s)
-    limits = {"timeout_s": timeout}
+    # SandboxFusion's run_timeout is wall-clock, and its clients (verl) size their read timeout
+    # on it: wall_factor 1 keeps that contract (/v1/score's limits are CPU time, sandbox/runner/cpuclock.py)
+    limits = {"timeout_s": timeout, "wall_factor": 1.0}
     if req.memory_limit_MB and req.memory_limit_MB > 0:
         limits["memory_mb"] = max(16, min(req.memory_limit_MB, settings.max_memory_mb))
     try:

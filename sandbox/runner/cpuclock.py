@@ -91,7 +91,9 @@ class TestClock:
     def __init__(self, limit_s: float, wall_factor: float, started: float, cpu_at_start: float | None) -> None:
         self.limit_s = limit_s
         self.wall_s = limit_s * max(1.0, wall_factor)
-        self.hard_s = self.wall_s * HARD_FACTOR
+        # wall_factor 1 is a plain wall-clock limit (SandboxFusion's run_timeout: its clients
+        # size their read timeouts on it), with no allowance for waiting for a CPU
+        self.hard_s = self.wall_s * (HARD_FACTOR if wall_factor > 1 else 1)
         self.started = started
         self.cpu_at_start = cpu_at_start
         self.used: float | None = None  # CPU seconds at the last check, where it could be read
@@ -116,7 +118,7 @@ class TestClock:
         if used is not None and used >= self.limit_s:
             return "cpu", now
         if now >= self.started + self.hard_s:
-            return "hard", now
+            return ("hard" if self.hard_s > self.wall_s else "wall"), now
         if delay_now is not None:
             if self._delay0 is None:
                 self._delay0 = delay_now

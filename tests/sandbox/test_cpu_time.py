@@ -149,4 +149,6 @@ def test_clock_decisions():
     s = TestClock(1.0, 3.0, started=100.0, cpu_at_start=5.0)
     assert s.check(101.5, None) == ("", 103.0)  # the process is gone: only the wall clock
     assert s.check(103.0, 5.0, 1.0)[0] == "wall" and "slept or waited" in s.message("wall")
+    w = TestClock(1.0, 1.0, started=100.0, cpu_at_start=5.0)  # a plain wall-clock limit
+    assert w.check(101.0, 5.1, 0.0)[0] == "wall" and w.check(100.99, 5.1, 0.0)[0] == ""
     assert process_cpu_s(-1) is None and tree_cpu_s(10**9, None) is None
