@@ -35,8 +35,9 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
-def _stat_times(pid: int) -> tuple[float, float] | None:
-    """(own utime+stime, reaped children's cutime+cstime) in seconds from /proc/<pid>/stat."""
+def _stat_times(pid: int) -> tuple[float, float, float] | None:
+    """(own utime+stime, reaped children's cutime+cstime, start time) in seconds (the start
+    since boot) from /proc/<pid>/stat."""
     try:
         fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
         try:
@@ -44,23 +45,27 @@ def _stat_times(pid: int) -> tuple[float, float] | None:
         finally:
             os.close(fd)
         f = data[data.rindex(b")") + 2 :].split()
-        return (int(f[11]) + int(f[12])) / _CLK_TCK, (int(f[13]) + int(f[14])) / _CLK_TCK
+        return (int(f[11]) + int(f[12])) / _CLK_TCK, (int(f[13]) + int(f[14])) / _CLK_TCK, int(f[19]) / _CLK_TCK
     except (OSError, ValueError, IndexError):
         return None
 
 
-def tree_cpu_s(pid: int, uid: int | None) -> float | None:
-    """CPU seconds of a script run: the candidate, the children it reaped, and (when every job
-    has a uid of its own) the processes of its uid still alive. None once the candidate is gone."""
+def tree_cpu_s(pid: int, uid: int | None, since: float | None = None, children_reaped: bool = True) -> float | None:
+    """CPU seconds of a job's processes: the candidate `pid`, the children it reaped (where
+    `children_reaped`), and (when every job has a uid of its own) the other processes of its
+    uid still alive, those started at or after `since` (a monotonic time) only where given.
+    None once the candidate is gone."""
     own = process_cpu_s(pid)
     if own is None:
         return None
     total = own
-    st = _stat_times(pid)
-    if st is not None:
-        total += st[1]
+    if children_reaped:
+        st = _stat_times(pid)
+        if st is not None:
+            total += st[1]
     if uid is None:
         return total
+    born_after = None if since is None else since + _boot_offset() - 1 / _CLK_TCK
     try:
         names = os.listdir("/proc")
     except OSError:
@@ -74,9 +79,17 @@ def tree_cpu_s(pid: int, uid: int | None) -> float | None:
         except OSError:
             continue
         st = _stat_times(int(name))
-        if st is not None:
+        if st is not None and (born_after is None or st[2] >= born_after):
             total += st[0]
     return total
+
+
+def _boot_offset() -> float:
+    """CLOCK_BOOTTIME minus CLOCK_MONOTONIC (process start times count from boot)."""
+    try:
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - time.monotonic()
+    except (AttributeError, OSError):
+        return 0.0
 
 
 class TestClock:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from . import flags, verdict
+from . import flags, limits, verdict
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
-from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, wall_factor_of
+from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, tree_cpu_s, wall_factor_of
 from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
@@ -41,6 +41,7 @@ class FunctionRun:
         self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
         self.stop_after: int | None = None  # the test that timed out; those after it are skipped
         self.clock: TestClock | None = None  # the running test's
+        self.uid = ch.c_uid if limits.can_switch_uid() else None  # the job's own: its processes' CPU counts
         ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.flags: set[str] = set()
         self.cand: Candidate | None = None
@@ -123,7 +124,7 @@ class FunctionRun:
         while not (settled := ch.wait_settled(c, wake)):
             if c.eof or c.killed or ch.meter.over_limit:
                 break
-            over, wake = clock.check(time.monotonic(), process_cpu_s(c.pid), run_delay_s(c.pid))
+            over, wake = clock.check(time.monotonic(), tree_cpu_s(c.pid, self.uid), run_delay_s(c.pid))
             if over:
                 break
         said = c.channel.load
@@ -390,7 +391,9 @@ class FunctionRun:
             return min(wake, clock.first_check + 0.001)
         c = self.cand
         alive = c is not None and not c.killed
-        over, again = clock.check(now, process_cpu_s(c.pid) if alive else None, run_delay_s(c.pid) if alive else None)
+        # the candidate's CPU since the test began, and that of the processes it started since
+        cpu = tree_cpu_s(c.pid, self.uid, since=started, children_reaped=False) if alive else None
+        over, again = clock.check(now, cpu, run_delay_s(c.pid) if alive else None)
         if over:
             why = ("timeout", clock.message(over))
             self.killed_at[idx] = now
