@@ -274,7 +274,9 @@ def is_mount(path: str) -> bool:
 def scratch_full(path: str) -> bool:
     """Whether the job filled its scratch (bytes or inodes): the SCRATCH_FULL flag. Two
     words from statvfs, to be asked after the job and before `remove_tree`; meaningful
-    where the scratch is a file system of its own (`is_mount`)."""
+    where the scratch is a file system of its own, so a scratch that is not answers False."""
+    if not is_mount(path):
+        return False
     try:
         st = os.statvfs(path)
     except OSError:
