@@ -599,6 +599,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         # one core per concurrent job, plus one for the supervisors' cleanup and the next
         # candidate's fork that overlap jobs (a quota at exactly the job count throttles them)
         host_options.setdefault("cpus", float(min(per_runner + 1, cpus)))
+        # the container's memory is shared by its jobs: the default 2 GiB, or job_memory_mb x 2
+        # per job where the runner takes more jobs (default sizing gives it more than two)
+        host_options.setdefault("memory_mb", max(2048, 2 * job_memory_mb * per_runner))
         host: Host = DockerHost(slots=per_runner + 3, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost
