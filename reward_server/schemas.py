@@ -72,6 +72,8 @@ class CodeTask(BaseModel):
                                     "clock is a backstop at `wall_factor` times it")
     stop_on_timeout: bool | None = Field(None, description="skip the tests after one that timed out, each scored as "
                                          "failed (default true: a looping program costs one timeout, not one per test)")
+    wall_factor: float | None = Field(None, ge=1, le=20, description="wall-clock backstop per test in multiples of "
+                                      "timeout_s, for a program that sleeps or blocks (server default 3)")
     memory_mb: int | None = Field(None, ge=16, description="per-process memory limit (server default 512 MiB)")
     prefix: str = Field("", description="prepended to the extracted program (e.g. a HumanEval prompt)")
 

@@ -98,6 +98,11 @@ def test_stop_on_timeout_is_per_request(server):
     item["task"]["stop_on_timeout"] = True
     (res,) = score(server.url, [item])
     assert [t["status"] for t in res["detail"]["tests"]] == ["passed", "timeout", "skipped"], res
+    item["task"]["stop_on_timeout"], item["task"]["wall_factor"] = False, 2.0
+    sleeper = code_item("s", "import time\ndef f(x):\n    time.sleep(60)\n", ["assert f(1) == 1"], 0.5)
+    sleeper["task"]["wall_factor"] = 2.0
+    (res,) = score(server.url, [sleeper])
+    assert res["detail"]["tests"][0]["message"].startswith("wall-clock limit exceeded (1 s"), res
     item["task"]["stop_on_timeout"] = "maybe"
     r = httpx.post(server.url + "/v1/score", json={"items": [item]}, timeout=30)
     assert r.status_code == 422 and "stop_on_timeout" in r.text, r.text
