@@ -143,3 +143,23 @@ def test_clock_decisions():
     w = TestClock(1.0, 1.0, started=100.0, cpu_at_start=5.0)  # a plain wall-clock limit
     assert w.check(101.0, 5.1, 0.0)[0] == "wall" and w.check(100.99, 5.1, 0.0)[0] == ""
     assert process_cpu_s(-1) is None and tree_cpu_s(10**9, None) is None
+
+
+async def test_a_cancelled_job_waiting_for_a_slot_never_reaches_a_runner(pool):
+    busy = [asyncio.ensure_future(pool.run(job(SLEEP, {"kind": "assert", "asserts": ["assert f(1) == 1"]},
+                                               timeout_s=0.5, wall_factor=4.0)))
+            for _ in range(pool.capacity)]
+    await asyncio.sleep(0.5)
+    seen: list[dict] = []
+    queued = asyncio.ensure_future(pool.run(job("def f(x):\n    return x\n", ASSERTS8), on_event=seen.append))
+    await asyncio.sleep(0.2)
+    assert pool.stats().in_flight == pool.capacity  # every slot held: the new job waits
+    queued.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await queued
+    results = await asyncio.gather(*busy)
+    await asyncio.sleep(0.5)
+    assert all(r.tests[0].status == "timeout" for r in results)
+    assert seen == [], seen  # no runner ever loaded it
+    async with no_runner_lost(pool):
+        pass
