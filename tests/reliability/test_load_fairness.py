@@ -117,3 +117,15 @@ def test_default_pool_admits_more_jobs_than_cores(server):
     cores = len(os.sched_getaffinity(0))
     assert stats.capacity >= default_slots() and (stats.capacity > cores or cores == 1), stats
     assert server.app.state.admission.max_inflight == stats.capacity
+
+
+@pytest.mark.timeout(60)
+def test_run_code_keeps_sandbox_fusions_wall_clock_run_timeout(server):
+    # verl sizes its read timeout on run_timeout: a sleeper ends at run_timeout, not a backstop
+    body = {"code": "import time\ntime.sleep(30)\n", "language": "python", "run_timeout": 1}
+    t0 = time.monotonic()
+    r = httpx.post(server.url + "/run_code", json=body, timeout=30)
+    took = time.monotonic() - t0
+    assert r.status_code == 200, r.text
+    assert r.json()["run_result"]["status"] == "TimeLimitExceeded", r.json()
+    assert took < 2.5, took
