@@ -68,7 +68,12 @@ class CodeTask(BaseModel):
     type: Literal["code"] = "code"
     language: Literal["python"] = "python"
     tests: TestsSpec
-    timeout_s: float | None = Field(None, gt=0, description="per-test wall-clock limit (server default 5 s)")
+    timeout_s: float | None = Field(None, gt=0, description="per-test CPU-time limit (server default 5 s); the wall "
+                                    "clock is a backstop at `wall_factor` times it")
+    stop_on_timeout: bool | None = Field(None, description="skip the tests after one that timed out, each scored as "
+                                         "failed (default true: a looping program costs one timeout, not one per test)")
+    wall_factor: float | None = Field(None, ge=1, le=20, description="wall-clock backstop per test in multiples of "
+                                      "timeout_s, for a program that sleeps or blocks (server default 3)")
     memory_mb: int | None = Field(None, ge=16, description="per-process memory limit (server default 512 MiB)")
     prefix: str = Field("", description="prepended to the extracted program (e.g. a HumanEval prompt)")
 

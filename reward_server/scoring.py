@@ -19,7 +19,7 @@ from reward_server.errors import InvalidRequest, RequestRejected, error
 from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
-from sandbox.jobs import ExecRequest, ExecResult, escape_surrogates
+from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
 
 log = logging.getLogger("reward_server.scoring")
 
@@ -74,6 +74,7 @@ class Scorer:
         self.admission = admission
         self.metrics = metrics
         self.infra_error = _infra_error_type()
+        self.default_limits = Limits(wall_factor=settings.wall_factor)  # a task's own fields override it
 
     # ------------------------------------------------------------------ the road in
     async def score(
@@ -198,7 +199,7 @@ class Scorer:
                 "wall_s": 0.0, "runner": "", "flags": [],
             }
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
-        job = build_job(escape_surrogates(program), task)
+        job = build_job(escape_surrogates(program), task, self.default_limits)
         try:
             async with self.admission.slot():
                 result = await self.pool.run(job)

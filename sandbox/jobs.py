@@ -57,7 +57,12 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    timeout_s: float = Field(5.0, gt=0, le=120, description="wall-clock limit per test (and for loading the program)")
+    timeout_s: float = Field(5.0, gt=0, le=120, description="CPU-time limit per test (and for loading the program): "
+                             "user+system of the candidate's processes, as competitive judges count it")
+    wall_factor: float = Field(3.0, ge=1, le=20, description="wall-clock backstop per test, in multiples of timeout_s "
+                               "(for a program that sleeps or blocks)")
+    stop_on_timeout: bool = Field(True, description="after a test times out, skip the rest (each scored as failed): "
+                                  "a looping program costs one timeout, not one per test")
     memory_mb: int = Field(512, ge=16, le=16384, description="address-space limit per process")
     nproc: int = Field(16, ge=1, le=1024, description="processes a job may have at once")
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")

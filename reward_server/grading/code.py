@@ -101,6 +101,10 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         update["timeout_s"] = task.timeout_s
     if task.memory_mb is not None:
         update["memory_mb"] = task.memory_mb
+    if task.stop_on_timeout is not None:
+        update["stop_on_timeout"] = task.stop_on_timeout
+    if task.wall_factor is not None:
+        update["wall_factor"] = task.wall_factor
     if update:
         limits = limits.model_copy(update=update)
     tests = task.tests

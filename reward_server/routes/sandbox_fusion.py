@@ -118,7 +118,9 @@ def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest,
     timeout = min(asked, settings.max_timeout_s)
     if asked > timeout:
         notes.append(f"run_timeout {asked:g}s is over this server's cap; ran with {timeout:g}s")
-    limits: dict[str, Any] = {"timeout_s": timeout}
+    # SandboxFusion's run_timeout is wall-clock and its clients (verl) size their read timeout on
+    # it: wall_factor 1 keeps that contract (/v1/score's limits are CPU time, sandbox/runner/cpuclock.py)
+    limits: dict[str, Any] = {"timeout_s": timeout, "wall_factor": 1.0}
     if req.memory_limit_MB and req.memory_limit_MB > 0:
         limits["memory_mb"] = max(16, min(req.memory_limit_MB, settings.max_memory_mb))
         if req.memory_limit_MB > settings.max_memory_mb:

@@ -15,7 +15,7 @@ import time
 from typing import Protocol
 
 from . import flags, framing, limits
-from .children import Children, InfraFailure
+from .children import Children, ClientGone, InfraFailure
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
 
@@ -72,6 +72,8 @@ class Supervisor:
                     except InfraFailure as exc:
                         self.emit({"event": "infra_error", "message": str(exc)[:300]})
                         return
+                    except ClientGone:
+                        return  # its job was stopped and cleaned up; the connection ends
                 else:
                     self.emit({"event": "error", "message": f"unknown op {op!r}"})
         finally:
@@ -95,6 +97,7 @@ class Supervisor:
         t0 = time.monotonic()
         ch.keep_to(msg.get("cpu"))
         job: JobRun | None = None
+        ch.watch_client(self.conn)  # a client that hangs up stops its job (ClientGone)
         try:
             job = kind(ch, msg, scratch, self.emit)
             job.prepare()
@@ -113,6 +116,7 @@ class Supervisor:
             # job until the cleanup below is done)
             self.emit(summary)
         finally:
+            ch.watch_client(None)
             self.clean(job, scratch)
         ch.request_spawn()  # the next job's candidate forks while the client reads this answer
 
