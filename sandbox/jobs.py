@@ -8,12 +8,29 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_serializer, model_validator
 
-from sandbox.runner import codec
+from sandbox.runner import codec, languages
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
-TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
+# compile_error: the program in a compiled language did not build (every test gets it)
+TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error",
+                     "compile_error"]
+
+
+def _language(name: str) -> str:
+    """A language's canonical name (sandbox.runner.languages: aliases such as "nodejs" or
+    "c++" included); ValueError naming the ones we know."""
+    if name == languages.PYTHON:
+        return name
+    lang = languages.get(name)
+    if lang is None:
+        raise ValueError(f"unknown language {name!r}; known: python, {', '.join(languages.names())}")
+    return lang.name
+
+
+Language = Annotated[str, Field(max_length=40, description="python, or a name in sandbox.runner.languages"),
+                     AfterValidator(_language)]
 
 class Limits(BaseModel):
     """Per-test resource limits applied inside the sandbox."""
@@ -26,6 +43,7 @@ class Limits(BaseModel):
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
+    compile_timeout_s: float = Field(10.0, gt=0, le=60, description="wall-clock limit for building the program")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 
@@ -109,15 +127,33 @@ class Job(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _stdio_for_others(self) -> Job:
+        if self.language != languages.PYTHON and self.tests.kind != "stdio":
+            raise ValueError(f"a {self.language} program takes stdio tests only (tests.kind 'stdio')")
+        return self
 
 class TestResult(BaseModel):
     __test__ = False  # not a pytest class
     status: TestStatus
     time_s: float = 0.0
     message: str = ""
+
+class CompileInfo(BaseModel):
+    """How a program in a compiled language was built (sandbox.runner.compiled.Build)."""
+
+    ok: bool
+    cache: Literal["hit", "miss", "merged", "none"] = "miss"
+    status: str = "finished"
+    return_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    time_s: float = 0.0
+
 
 class JobResult(BaseModel):
     syntax_ok: bool
@@ -132,6 +168,7 @@ class JobResult(BaseModel):
     wall_s: float = 0.0
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None
 
 class ExecFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -143,7 +180,7 @@ class ExecRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     stdin: str = ""
     files: list[ExecFile] = Field(default_factory=list)
     fetch_files: list[str] = Field(default_factory=list)
@@ -160,3 +197,4 @@ class ExecResult(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="fetched files, base64")
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None

@@ -26,6 +26,7 @@ from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
     AssertListTests,
     CallTests,
+    CompileInfo,
     ExecRequest,
     ExecResult,
     Job,
@@ -327,6 +328,9 @@ class SandboxPool:
         budget = job.limits.timeout_s * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
                "limits": job.limits.model_dump(), "stream": on_event is not None}
+        if job.language != "python":
+            msg["language"] = job.language
+            budget += job.limits.compile_timeout_s
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if "error" in done:
@@ -338,19 +342,25 @@ class SandboxPool:
             load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
             stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
             wall_s=float(done.get("wall_s", 0.0)), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
                "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
                "limits": req.limits.model_dump()}
+        budget = req.limits.timeout_s + 30
+        if req.language != "python":
+            msg["language"] = req.language
+            budget += req.limits.compile_timeout_s
         self.jobs_total += 1
-        done, ident = await self._exchange(msg, req.limits.timeout_s + 30, None)
+        done, ident = await self._exchange(msg, budget, None)
         return ExecResult(
             status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
             stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
             time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
             files=done.get("files", {}), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     # ---------------------------------------------------------------- recovery
@@ -564,3 +574,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"
     return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)
+
+
+def _compile_info(done: dict) -> CompileInfo | None:
+    """The runner's word on the build of a compiled-language job (absent for python)."""
+    c = done.get("compile")
+    return CompileInfo(**c) if isinstance(c, dict) else None

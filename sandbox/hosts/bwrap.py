@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sandbox.runner import languages
+
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
 RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
@@ -67,6 +69,7 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
         binds.append((prefix, prefix))
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
+    binds += [(p, p) for p in languages.host_paths()]  # what the toolchains read outside /usr
     made: set[str] = set()
     for _src, dst in binds:
         for anc in _ancestors(dst):

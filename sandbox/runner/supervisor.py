@@ -16,6 +16,7 @@ from typing import Protocol
 
 from . import framing, limits
 from .children import Children, InfraFailure
+from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
 
@@ -37,6 +38,12 @@ class JobRun(Protocol):
 
 def job_kind(msg: dict) -> type:
     """Which run a job message asks for; ValueError for one we cannot run."""
+    if msg.get("language", "python") != "python":  # another language: compiled.py
+        if msg.get("op") == "exec":
+            return CompiledExecRun
+        if not isinstance(msg.get("tests"), dict) or msg["tests"].get("kind") != "stdio":
+            raise ValueError("a program in a language other than python takes stdio tests only")
+        return CompiledRun
     if msg.get("op") == "exec":
         return ExecRun
     tests = msg.get("tests")
