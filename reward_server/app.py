@@ -30,6 +30,7 @@ from reward_server.metrics import Metrics
 from reward_server.schemas import MathTask, ScoreRequest, ScoreResponse
 from reward_server.scoring import Scorer, load_math_module
 from reward_server.settings import Settings
+from sandbox.runner import languages
 
 log = logging.getLogger("reward_server")
 access_log = logging.getLogger("reward_server.access")
@@ -369,7 +370,7 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         p = state.get("pool")
         adm: Admission | None = state.get("admission")
         ready = bool(p is not None and getattr(p, "ready", False) and adm is not None and not adm.draining)
-        body: dict[str, Any] = {"ready": ready}
+        body: dict[str, Any] = {"ready": ready, "languages": sorted(k for k, ok in languages.available().items() if ok)}
         if p is not None:
             with contextlib.suppress(Exception):
                 body["pool"] = json.loads(p.stats().model_dump_json())

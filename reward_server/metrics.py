@@ -76,4 +76,9 @@ class Metrics:
         self.rejected = Counter(
             "reward_server_rejected", "requests refused before any work", ["reason"], registry=r
         )
+        self.compile_cache = Counter(
+            "reward_server_compile_cache", "builds of programs in compiled languages by the runner's compile cache: "
+            "hit, merged (an identical build in flight), miss, none (nothing to build)", ["language", "cache"],
+            registry=r,
+        )
         r.register(_LiveCollector(admission, pool))

@@ -2,9 +2,12 @@
 
 Run once with stdin and files; `status` is `Success` when the program finished with exit
 code 0, `Failed` when it finished otherwise, failed to compile or ran out of time, and
-`SandboxError` when the sandbox itself failed (or the language is not one we run).
+`SandboxError` when the sandbox itself failed (or the language is not one we run, or its
+toolchain is not installed here).
 Python has no compile step, so `compile_result` is null and a syntax error shows as a run
 that finished with exit code 1 and the traceback on stderr, exactly as SandboxFusion does.
+A compiled language (cpp, java, go, rust; nodejs has no build) fills `compile_result`; a build
+that fails is `Failed` with `run_result` null, as SandboxFusion answers it.
 verl's `sandbox_fusion` reward path posts one such request per test case and checks
 `status`, `run_result.status`, `return_code` and `stdout`; it works unchanged.
 """
@@ -19,6 +22,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from sandbox.jobs import ExecFile, ExecRequest, Limits
+from sandbox.runner import languages
 
 log = logging.getLogger("reward_server.compat.sandbox_fusion")
 router = APIRouter(tags=["compat: SandboxFusion"])
@@ -67,7 +71,20 @@ def _sandbox_error(message: str) -> Response:
     return _resp(RunCodeResponse(status="SandboxError", message=message))
 
 
+def compile_to_result(c) -> CommandRunResult:
+    """The runner's build (sandbox.jobs.CompileInfo) as SandboxFusion's compile_result."""
+    if c.status == "timeout":
+        return CommandRunResult(status="TimeLimitExceeded", execution_time=c.time_s, return_code=None,
+                                stdout=c.stdout, stderr=c.stderr)
+    rc = c.return_code if c.return_code is not None else (0 if c.ok else -9)
+    return CommandRunResult(status="Finished", execution_time=c.time_s, return_code=rc, stdout=c.stdout,
+                            stderr=c.stderr)
+
+
 def exec_to_response(res) -> RunCodeResponse:
+    if res.compile is not None and not res.compile.ok:  # SandboxFusion: Failed, compile_result set, no run
+        return RunCodeResponse(status="Failed", message="compile error", compile_result=compile_to_result(res.compile),
+                               run_result=None, executor_pod_name=res.runner or None)
     if res.status == "timeout":
         run = CommandRunResult(status="TimeLimitExceeded", execution_time=res.time_s, return_code=None,
                                stdout=res.stdout, stderr=res.stderr)
@@ -86,7 +103,7 @@ def exec_to_response(res) -> RunCodeResponse:
         status="Success" if ok else "Failed",
         message="" if ok else ({"timeout": "time limit exceeded", "memory": "memory limit exceeded",
                                 "output_limit": "output limit exceeded"}.get(res.status, "")),
-        compile_result=None,
+        compile_result=compile_to_result(res.compile) if res.compile is not None else None,
         run_result=run,
         executor_pod_name=res.runner or None,
         files=dict(res.files),
@@ -97,19 +114,23 @@ def exec_to_response(res) -> RunCodeResponse:
 async def run_code(req: RunCodeRequest, request: Request):
     st = request.app.state
     settings = st.settings
-    if req.language not in _PYTHON:
-        return _sandbox_error(f"language {req.language!r} is not supported by this sandbox (python only)")
+    language = "python" if req.language in _PYTHON else req.language
+    if language != "python" and languages.get(language) is None:
+        return _sandbox_error(f"language {req.language!r} is not supported by this sandbox "
+                              f"(python, {', '.join(languages.names())})")
     if len(req.code.encode()) > settings.max_code_bytes:
         from reward_server.app import item_error  # noqa: PLC0415
 
         raise item_error(["code"], f"longer than {settings.max_code_bytes} bytes", "too_long")
     timeout = min(float(req.run_timeout) or Limits().timeout_s, settings.max_timeout_s)
-    limits = {"timeout_s": timeout}
+    limits = {"timeout_s": timeout,
+              "compile_timeout_s": max(1.0, min(float(req.compile_timeout) or 10.0, settings.max_timeout_s, 60.0))}
     if req.memory_limit_MB and req.memory_limit_MB > 0:
         limits["memory_mb"] = max(16, min(req.memory_limit_MB, settings.max_memory_mb))
     try:
         ereq = ExecRequest(
             program=req.code,
+            language=language,
             stdin=req.stdin or "",
             files=[ExecFile(path=k, content_b64=v or "") for k, v in req.files.items()],
             fetch_files=list(req.fetch_files),
@@ -127,4 +148,8 @@ async def run_code(req: RunCodeRequest, request: Request):
         return _sandbox_error(f"sandbox error: {e}")
     finally:
         adm.release(1)
+    if res.compile is not None:
+        scorer.metrics.compile_cache.labels(ereq.language, res.compile.cache).inc()
+    elif ereq.language != "python" and not res.syntax_ok:  # not built at all: no toolchain here
+        return _sandbox_error(res.stderr.strip() or f"cannot run {req.language!r} here")
     return _resp(exec_to_response(res))

@@ -176,7 +176,8 @@ def _compile(ch: Children, cache: CompileCache, key: str, lang: Language, argv: 
     result = {"ok": b.ok, "status": b.status, "return_code": b.return_code, "stdout": b.stdout,
               "stderr": b.stderr, "time_s": b.time_s, "message": b.message}
     if b.ok:
-        why = cache.put(key, result, build_dir=out_dir)
+        kept = {src: program.encode("utf-8", "surrogateescape")} if lang.keep_source else None
+        why = cache.put(key, result, build_dir=out_dir, files=kept)
         if why:
             b.ok, b.status, b.stderr = False, "error", b.stderr + f"[runner] {why}\n"
         b.art = cache.path(key)

@@ -44,6 +44,7 @@ class Language:
     oom_markers: tuple[str, ...] = ()  # on stderr of a failed run: it ran out of memory
     entry: str = ""  # a regex whose group 1 names the entry class (Java's public class)
     main: str = "main"
+    keep_source: bool = False  # the artifact is the source itself (the build only checks it)
     host_paths: tuple[str, ...] = ()  # directories outside /usr the toolchain reads (a host binds them)
 
     def entry_name(self, program: str) -> str:

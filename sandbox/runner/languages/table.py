@@ -80,6 +80,8 @@ JAVASCRIPT = Language(
     name="javascript",
     aliases=("javascript", "js", "nodejs", "node"),
     source="main.js",
+    compile=("node", "--check", "{src}"),  # a syntax error is a compile error, as for the others
+    keep_source=True,
     # node sizes its own thread stacks by RLIMIT_STACK: at 128 MB or more it hangs at start
     run=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{art}/main.js"),
     tools=("node",),
