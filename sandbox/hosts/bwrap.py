@@ -18,6 +18,7 @@ import tempfile
 from pathlib import Path
 
 from sandbox.runner import languages
+from sandbox.runner.languages import pch
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -47,7 +48,8 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
-def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None) -> list[str]:
+def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
+                  pch_dir: str | None = None) -> list[str]:
     python = python or os.path.realpath(sys.executable)
     prefix = os.path.realpath(sys.base_prefix)
     cmd = [bwrap_path()]
@@ -70,6 +72,8 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         binds.append((prefix, prefix))
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
     binds += [(p, p) for p in languages.host_paths()]  # what the toolchains read outside /usr
+    if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
+        binds.append((pch_dir, f"{CODE_ROOT}/pch"))
     made: set[str] = set()
     for _src, dst in binds:
         for anc in _ancestors(dst):
@@ -109,13 +113,14 @@ class BwrapHost(Host):
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.pch_dir = pch.host_dir()  # made once per machine and toolchain (~7 s), then found
 
     async def start_runner(self, index: int) -> RunnerHandle:
         sock_dir = os.path.join(self.root, f"runner-{index}-{os.urandom(3).hex()}")
         os.makedirs(sock_dir, mode=0o700)
         log = open(os.path.join(self.root, f"runner-{index}.log"), "ab")  # noqa: SIM115 - kept by the process
         proc = await asyncio.create_subprocess_exec(
-            *bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb),
+            *bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, pch_dir=self.pch_dir),
             stdin=asyncio.subprocess.DEVNULL,
             stdout=log,
             stderr=log,

@@ -18,11 +18,13 @@ JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss8m", "-XX:ReservedCod
        "-XX:MaxMetaspaceSize=128m", "-XX:CompressedClassSpaceSize=64m", "-XX:-UsePerfData",
        "-Xlog:disable", "-Xlog:all=warning:stderr", "-XX:ErrorFile=/dev/null", "-Xshare:auto")
 
+CPP_FLAGS = ("-std=c++17", "-O2", "-DONLINE_JUDGE", "-pipe")  # also those of the precompiled header (pch.py)
+
 CPP = Language(
     name="cpp",
     aliases=("cpp", "c++", "cc", "cxx", "c++17"),
     source="main.cpp",
-    compile=("g++", "-std=c++17", "-O2", "-DONLINE_JUDGE", "-pipe", "{pch}", "-o", "{out}/main", "{src}"),
+    compile=("g++", *CPP_FLAGS, "{pch}", "-o", "{out}/main", "{src}"),
     run=("{art}/main",),
     tools=("g++",),
     reserve_mb=320,  # the 256 MB stack lives in the address space, not in RLIMIT_DATA
