@@ -43,7 +43,7 @@ class Limits(BaseModel):
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
-    compile_timeout_s: float = Field(10.0, gt=0, le=60, description="wall-clock limit for building the program")
+    compile_timeout_s: float = Field(20.0, gt=0, le=60, description="wall-clock limit for building the program")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 

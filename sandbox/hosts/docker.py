@@ -105,6 +105,9 @@ class DockerHost(Host):
             # stays part of the read-only root; no /dev/shm (ipc none) and a closed /dev/mqueue.
             "tmpfs": {
                 "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,mode=755",
+                # the runner's compile cache (sandbox/runner/compile_cache.py): root-owned, and the one
+                # place built programs may be run from (Docker's tmpfs is noexec unless told)
+                "/scratch/sbx-cache": "rw,exec,nosuid,nodev,size=128m,mode=711",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
             },
             "ipc_mode": "none",

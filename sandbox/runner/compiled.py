@@ -23,7 +23,7 @@ from .compile_cache import CompileCache
 from .languages import Language
 from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin
 
-COMPILE_TIMEOUT_S = 10.0
+COMPILE_TIMEOUT_S = 20.0
 COMPILE_OUTPUT_BYTES = 1 << 20  # what a compiler may print before it is stopped
 COMPILE_KEEP_BYTES = 16 << 10  # what of it is kept for the answer
 COMPILE_FSIZE_MB = 128

@@ -47,7 +47,9 @@ async def test_compiler_cannot_include_host_files(pool, secret_file, path):
     async with no_runner_lost(pool):
         r = await pool.run(stdio_job("cpp", prog))
     text = everything(r)
-    assert SECRET not in text and "root:" not in text, text[:2000]
+    assert SECRET not in text, text[:2000]
+    if pool.kind == "bwrap":  # no /etc there; a container's own /etc/passwd is the image's, not the host's
+        assert "root:" not in text, text[:2000]
     if path in ("{secret}", "/etc/shadow", "/proc/1/environ"):
         assert r.compile is not None and not r.compile.ok, r
         assert [t.status for t in r.tests] == ["compile_error"]

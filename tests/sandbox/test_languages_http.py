@@ -34,7 +34,7 @@ def score(url: str, items: list[dict]) -> list[dict]:
 
 
 def task(lang: str, **kw) -> dict:
-    return {"type": "code", "language": lang, "tests": {"kind": "stdio", "cases": CASES}, "timeout_s": 2.0,
+    return {"type": "code", "language": lang, "tests": {"kind": "stdio", "cases": CASES}, "timeout_s": 4.0,
             "memory_mb": 256, **kw}
 
 
