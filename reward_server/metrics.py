@@ -76,6 +76,11 @@ class Metrics:
         self.rejected = Counter(
             "reward_server_rejected", "requests refused before any work", ["reason"], registry=r
         )
+        self.hack_attempts = Counter(
+            "reward_server_hack_attempts",
+            "items whose candidate tried a reward hack, by kind (sandbox.runner.flags; docs/SERVER.md)",
+            ["kind"], registry=r,
+        )
         self.compile_cache = Counter(
             "reward_server_compile_cache", "builds of programs in compiled languages by the runner's compile cache: "
             "hit, merged (an identical build in flight), miss, none (nothing to build)", ["language", "cache"],

@@ -11,8 +11,10 @@ comparison, exit status from the kernel); only how the process is started differ
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import os
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -74,6 +76,8 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
           "nofile": lim.nofile}
     msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s
     msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
+    with contextlib.suppress(OSError, ValueError):  # before it joins its memory cgroup (limits.cap_job_memory)
+        resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
     else:

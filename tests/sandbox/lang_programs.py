@@ -4,6 +4,16 @@ per-test statuses a careful judge gives on CASES (shared by the tests and bench/
 
 from __future__ import annotations
 
+import os
+
+TOOLCHAIN_IMAGE = os.environ.get("VERIREWARD_TOOLCHAIN_IMAGE", "verireward-sandbox:toolchains")
+
+
+def host_options(kind: str) -> dict:
+    """A host with the toolchains: bwrap binds the host's (languages=True), docker runs the
+    toolchain image (sandbox/Dockerfile.toolchains, built by .ci/run)."""
+    return {"languages": True} if kind == "bwrap" else {"image": TOOLCHAIN_IMAGE}
+
 CASES = [{"stdin": "1 2\n", "stdout": "3\n"}, {"stdin": "5 6\n", "stdout": "11\n"}, {"stdin": "0 7\n", "stdout": "7\n"}]
 
 # the runtime error hits the case a == 0, the time limit a == 5, the memory limit a == 1

@@ -7,11 +7,23 @@ import os
 import tempfile
 
 import pytest
+import pytest_asyncio
 
-from sandbox import ExecRequest, Job, Limits
+from sandbox import ExecRequest, Job, Limits, make_pool
+from tests.conftest import kind_params
 from tests.sandbox.conftest import no_runner_lost
+from tests.sandbox.lang_programs import host_options
 
 SECRET = "verireward-host-secret-" + os.urandom(6).hex()
+
+
+@pytest_asyncio.fixture(scope="module", params=kind_params())
+async def pool(request):
+    """A pool whose runners have the toolchains (this module's own: the shared one may not)."""
+    p = make_pool(request.param, size=2, per_runner=2, **host_options(request.param))
+    await p.start()
+    yield p
+    await p.close()
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from sandbox.runner import languages
-from tests.sandbox.lang_programs import CASES, EXPECTED, PROGRAMS, completion
+from tests.sandbox.lang_programs import CASES, EXPECTED, PROGRAMS, completion, host_options
 from tests.server.conftest import kind_params, start_server
 
 LANGS = list(PROGRAMS)
@@ -22,7 +22,7 @@ LANGS = list(PROGRAMS)
 
 @pytest.fixture(scope="module", params=kind_params())
 def url(request):
-    s = start_server(sandbox=request.param)
+    s = start_server(sandbox=request.param, sandbox_options=host_options(request.param))
     yield s.url
     s.stop()
 
