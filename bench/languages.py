@@ -179,7 +179,7 @@ async def main() -> None:
     ap.add_argument("--json", default="")
     a = ap.parse_args()
     tests, n = cases(a.tests), a.completions
-    pool = make_pool("bwrap", size=1, per_runner=2)
+    pool = make_pool("bwrap", size=1, per_runner=2, languages=True)
     await pool.start()
     res: dict = {"tests": a.tests, "completions": n}
     try:
