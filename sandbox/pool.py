@@ -127,6 +127,7 @@ class SandboxPool:
         self.restarts = 0
         self.jobs_total = 0
         self.infra_errors = 0
+        self._languages: list[str] | None = None  # as the runners report them (pong)
         self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
 
     # ---------------------------------------------------------------- lifecycle
@@ -169,6 +170,9 @@ class SandboxPool:
         if not self.ready:
             await self.close()
             raise RunnerStartError(f"no {self.kind} runner started: {results[0]}")
+        live = next((r for r in self.runners if r is not None), None)
+        if live is not None:
+            await self._answers(live)  # its pong says which languages the runners can run
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
@@ -327,8 +331,10 @@ class SandboxPool:
 
     # ------------------------------------------------------------------ public
     def languages(self) -> list[str]:
-        """The languages this pool's runners build and run (the host's word; a host that cannot
-        tell, e.g. docker with any image, reports the ones whose toolchains this machine has)."""
+        """The languages this pool's runners build and run: what a runner said in its last
+        health answer, else the host's word, else this machine's toolchains."""
+        if self._languages is not None:
+            return list(self._languages)
         tell = getattr(self.host, "languages", None)
         if callable(tell):
             return list(tell())
@@ -483,6 +489,9 @@ class SandboxPool:
         await conn.send({"op": "ping"})
         ev = await conn.recv()
         if ev.get("event") == "pong" or (refusal_ok and ev.get("event") == "infra_error"):
+            said = ev.get("languages")
+            if isinstance(said, list) and all(isinstance(x, str) for x in said):
+                self._languages = sorted(said)[:50]  # what the runners see (their view, their image)
             return
         raise RunnerLost("bad pong")
 

@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Protocol
 
-from . import flags, framing, limits
+from . import flags, framing, languages, limits
 from .children import Children, InfraFailure
 from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
@@ -71,7 +71,8 @@ class Supervisor:
                     return
                 op = msg.get("op") if isinstance(msg, dict) else None
                 if op == "ping":
-                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid()})
+                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid(),
+                               "languages": languages.runnable()})
                 elif op in ("run", "exec"):
                     self.jobs += 1
                     try:

@@ -156,3 +156,29 @@ def test_concurrent_languages_do_not_disturb_each_other(url):
 
     for r in asyncio.run(go()):
         assert r.json()["results"][0]["reward"] == 1.0, r.text
+
+
+@pytest.mark.parametrize("kind", [p.values[0] for p in kind_params()])
+def test_a_host_without_toolchains_answers_a_clear_error_per_item(kind):
+    """The default bwrap host (the interpreter's files only) or the plain runner image: /readyz
+    says python only, a C++ item gets the reason on each test, python still scores, no crash."""
+    import time
+
+    s = start_server(sandbox=kind)
+    try:
+        deadline = time.monotonic() + 10
+        while "cpp" in httpx.get(s.url + "/readyz", timeout=10).json().get("languages", ["cpp"]):
+            assert time.monotonic() < deadline, "readyz still lists cpp"
+            time.sleep(0.2)
+        assert httpx.get(s.url + "/readyz", timeout=10).json()["languages"] == ["python"]
+        res = score(s.url, [{"completion": completion("cpp", PROGRAMS["cpp"]["correct"]), "task": task("cpp")},
+                            {"completion": "```python\nprint(sum(map(int, input().split())))\n```",
+                             "task": task("python")}])
+        assert res[0]["status"] == "ok" and res[0]["reward"] == 0.0, res[0]
+        assert [t["status"] for t in res[0]["detail"]["tests"]] == ["error"] * 3
+        assert "toolchain is not installed" in res[0]["detail"]["tests"][0]["message"]
+        assert res[1]["reward"] == 1.0, res[1]
+        sf = run_code(s.url, PROGRAMS["cpp"]["correct"], "cpp", "1 2\n")
+        assert sf["status"] == "SandboxError" and "not installed" in sf["message"], sf
+    finally:
+        s.stop()

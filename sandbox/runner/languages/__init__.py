@@ -121,6 +121,11 @@ def available() -> dict[str, bool]:
     return {PYTHON: True, **{lang.name: missing_tool(lang) is None for lang in TABLE}}
 
 
+def runnable() -> list[str]:
+    """The canonical names of the languages whose toolchains this process sees."""
+    return sorted(k for k, ok in available().items() if ok)
+
+
 def host_paths() -> list[str]:
     """Directories outside the system ones that the toolchains here read, for a host to make
     visible read-only (bwrap: Debian's /etc/alternatives links and the JDK's /etc config)."""
