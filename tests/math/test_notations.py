@@ -8,6 +8,7 @@ import pytest
 
 from reward_server.grading.math import MathGrader
 from reward_server.grading.math.compare import check
+from reward_server.grading.math.extract import extract
 from reward_server.grading.math.numwords import replace_number_words
 
 
@@ -95,13 +96,101 @@ def test_inequalities_joined_by_or(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
-def test_or_inequalities_follow_the_interval_policy():
-    # an interval reference asks for interval notation (interval_form="required", the default)
-    assert not ok(r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)")
-    assert ok(r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", interval_form="either")
-    assert not ok(r"x < -3 \text{ or } x > 4", r"(-\infty,-3)\cup(3,\infty)", interval_form="either")
+# interval_form="union" (default): an inequality answer stands for a set reference that is not one
+# interval (a union of pieces, excluded points); a single interval reference keeps asking for
+# interval notation (a chain or one-sided inequality is wrong there, as in "required").
+@cases(
+    (r"|x| > 2", r"(-\infty,-2)\cup(2,\infty)", True), (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", True),
+    (r"y \le -1 \lor y \ge 4", r"(-\infty,-1]\cup[4,\infty)", True), ("t < 0 or t > 1", r"(-\infty,0)\cup(1,\infty)", True),
+    (r"|2x - 1| \geq 5", r"(-\infty,-2]\cup[3,\infty)", True), (r"x \neq 5", r"\mathbb{R}\setminus\{5\}", True),
+    (r"x \ne -1", r"(-\infty,-1)\cup(-1,\infty)", True), (r"x^2 > 9", r"x \in (-\infty,-3)\cup(3,\infty)", True),
+    (r"a < -1 \vee 0 < a \le 2", r"(-\infty,-1)\cup(0,2]", True), (r"x < 1 \text{ or } x > 1", r"\mathbb{R}\setminus\{1\}", True),
+    (r"So the inequality holds when \(x<-2\) or \(x>2\).", r"\{x \mid |x| > 2\}", True),
+    # wrong unions, endpoints, open vs closed ends, variables
+    (r"|x| > 3", r"(-\infty,-2)\cup(2,\infty)", False), (r"x < -3 \text{ or } x > 2", r"(-\infty,-3)\cup(3,\infty)", False),
+    (r"x \le -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)", False), (r"|x| \ge 2", r"(-\infty,-2)\cup(2,\infty)", False),
+    (r"x < -3 \text{ and } x > 3", r"(-\infty,-3)\cup(3,\infty)", False), (r"x \ne 4", r"\mathbb{R}\setminus\{5\}", False),
+    (r"x < -1 \text{ or } x > 4", r"(-\infty,-1)\cup(2,3)\cup(4,\infty)", False), (r"x > 3", r"(-\infty,-3)\cup(3,\infty)", False),
+    (r"x < -2 \text{ or } y > 2", r"(-\infty,-2)\cup(2,\infty)", False), (r"x < -2 \text{ or } y > 2", r"|x| > 2", False),
+    (r"t < -2 \text{ or } t > 2", r"x \in (-\infty,-2)\cup(2,\infty)", False), (r"y \ne 3", r"x \in \mathbb{R}\setminus\{3\}", False),
+    (r"|x| < 2", r"(-\infty,-2)\cup(2,\infty)", False), (r"x^2 \ge 9", r"(-\infty,-3)\cup(3,\infty)", False),
+    # a single interval reference: chains, one-sided and |x| < a inequalities are not interval notation
+    (r"-2 \le x \le 7", r"x \in [-2,7]", False), (r"x \ge 1", r"[1,\infty)", False), (r"|x| < 2", "(-2,2)", False),
+    (r"x < 0 \text{ or } 0 \le x < 3", r"(-\infty,3)", False), (r"x > 1 \text{ and } x < 4", "(1, 4)", False),
+    # a set-builder reference states conditions itself: an equivalent inequality answers it
+    (r"-2 \le x \le 7", r"\{x \mid -2 \le x \le 7\}", True), (r"x \geq 3", r"\{x : x \ge 3\}", True),
+    (r"-2 < x \le 7", r"\{x \mid -2 \le x \le 7\}", False), (r"x > 3", r"\{x : x \ge 3\}", False),
+)
+def test_inequality_answers_for_set_references(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+@cases(
+    # comma lists of conditions on one unknown: their intersection, or their union when that is empty
+    (r"x > 0, x \neq 1", r"(0,1)\cup(1,\infty)", True), (r"x < -2,\ x > 2", r"(-\infty,-2)\cup(2,\infty)", True),
+    (r"x > 0, x \neq 2", r"(0,1)\cup(1,\infty)", False), (r"x \ge 0, x \ne 1", r"(0,1)\cup(1,\infty)", False),
+    (r"x > 0, y \neq 1", r"(0,1)\cup(1,\infty)", False), (r"x \ge 1, x \le 3", r"1 \le x \le 3", True),
+    # memberships joined by "or" are the union (set notation)
+    (r"x \in (-\infty,-2) \text{ or } x \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", True),
+    (r"x \in (-\infty,-2] \lor x \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", False),
+    (r"x \in (-\infty,-2) \text{ or } y \in (2,\infty)", r"(-\infty,-2)\cup(2,\infty)", False),
+)
+def test_condition_lists_and_memberships(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+U2 = r"(-\infty,-2)\cup(2,\infty)"
+
+
+@cases(
+    # infinite ends of a chain are no bounds
+    (r"-\infty < x < -2 \text{ or } 2 < x < \infty", U2, True), (r"-\infty < x \le -2 \text{ or } 2 < x < \infty", U2, False),
+    # excluded points written with +-, a union with a point
+    (r"x \neq \pm 1", r"\mathbb{R}\setminus\{-1,1\}", True), (r"x \neq \pm 1", r"\mathbb{R}\setminus\{-1,2\}", False),
+    (r"x < 0 \text{ or } x = 1", r"(-\infty, 0) \cup \{1\}", True), (r"x < 0 \text{ or } x = 2", r"(-\infty, 0) \cup \{1\}", False),
+    (r"x \le 0 \text{ or } x = 1", r"(-\infty, 0) \cup \{1\}", False),
+    # spacing, symbols and a capital U written for the union
+    (r"x < -2 \hspace{1em}\text{or}\hspace*{1em} x > 2", U2, True), (r"x \leqq -2 \text{ or } x \geqq 2", r"(-\infty,-2]\cup[2,\infty)", True),
+    (r"x<-2 \text{ or } x>2 \text{.}", U2, True), (r"x < -2 \text{ or } x > 2", r"(-\infty,-2) U (2,\infty)", True),
+    (r"x < -2 \text{ or } x > 2", r"(-\infty,-2)\bigcup(2,\infty)", True), (r"x < -2 \text{ or } x > 3", r"(-\infty,-2) U (2,\infty)", False),
+    # boxes joined by "or", prose leads
+    (r"so \boxed{x < -2} \text{ or } \boxed{x > 2}", U2, True), (r"so \boxed{x < -2} \text{ or } \boxed{x > 3}", U2, False),
+    (r"\boxed{x < -2} \text{ and } \boxed{x > 2}", U2, False),
+    (r"So $x \in (-\infty, -2)$ or $x \in (2, \infty)$.", U2, True), (r"Thus $x<-2$ or $x>3$.", U2, False),
+    # a bare list of intervals, one of which cannot be a point (an infinite end, mixed brackets)
+    (r"(-\infty,-2) \text{ or } (2,\infty)", U2, True), (r"(-\infty,-2), (2,\infty)", U2, True),
+    (r"(-\infty,-2) \text{ or } (2,\infty)", r"|x| > 2", True), (r"(1,2] \text{ or } (3,4)", r"(1,2]\cup(3,4)", True),
+    (r"(-\infty,-2] \text{ or } (2,\infty)", U2, False), (r"(-\infty,-2) \text{ or } (3,\infty)", r"|x| > 2", False),
+    (r"(1,2) \text{ or } (3,4)", r"(1,2)\cup(3,4)", False),
+    # ISO 31-11 / French brackets: ]a, b[ is open, [a, b[ right-open
+    (r"x<-2 \text{ or } x>2", r"]-\infty,-2[\cup]2,+\infty[", True), (r"]-\infty,-2[\cup]2,+\infty[", U2, True),
+    (r"[0, 1[", "[0,1)", True), (r"]0, 1]", "(0,1]", True), (r"]0, 1]", "[0,1]", False), (r"]-\infty,-2]\cup]2,+\infty[", U2, False),
+    ("[1,2],[3,4]", "[1,2],[3,4]", True), ("(1,2], [3,4)", "(1,2], [3,4)", True),
+)
+def test_more_union_notations(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+def test_interval_form_policies():
+    union, single = (r"x < -3 \text{ or } x > 3", r"(-\infty,-3)\cup(3,\infty)"), (r"-2 \le x \le 7", r"[-2,7]")
+    assert ok(*union) and ok(*union, interval_form="union") and ok(*union, interval_form="either")
+    assert not ok(*union, interval_form="required")
+    assert not ok(*single) and not ok(*single, interval_form="required") and ok(*single, interval_form="either")
+    assert not ok(single[0], r"\{x \mid -2 \le x \le 7\}", interval_form="required")
+    assert not ok(r"x < -3 \text{ or } x > 4", union[1], interval_form="either")
+    # an inequality reference accepts interval notation under every policy
+    for policy in ("required", "union", "either"):
+        assert ok(union[1], union[0], interval_form=policy) and ok(single[1], single[0], interval_form=policy)
     # set-builder notation is set notation, not an inequality answer
-    assert ok(r"\{x \mid x < -3 \text{ or } x > 3\}", r"(-\infty,-3)\cup(3,\infty)")
+    assert ok(r"\{x \mid x < -3 \text{ or } x > 3\}", union[1], interval_form="required")
+
+
+def test_inequalities_name_one_variable():
+    assert not ok("y > 2", "x > 2") and not ok(r"y \le 1 \text{ or } y > 3", r"x \le 1 \text{ or } x > 3")
+    assert ok(r"t \le 1 \text{ or } t > 3", r"t \le 1 \text{ or } t > 3") and ok("2 < y", "y > 2")
+    assert not ok(r"y \in [1, 2]", r"x \in [1, 2]") and ok(r"x \in [1, 2]", r"[1, 2]")
+    # x \in {1, 2} stays a list of answers
+    assert ok("1, 2", r"x \in \{1, 2\}") and ok(r"x = 1, 2", r"x \in \{1, 2\}") and not ok("1, 3", r"x \in \{1, 2\}")
 
 
 # ---------------------------------------------------------------- vectors and named answers
@@ -207,6 +296,27 @@ def test_gsm8k_answer_fields(pred, gold, expected):
     assert ok(pred, gold) is expected
 
 
+@cases(
+    # "or"/"and" glued between a value and the next assignment
+    ("x=1orx=-1", r"x = \pm 1", True), ("W(x)=1orW(x)=-1", r"W(n) = 1 \text{ and } W(n) = -1", True),
+    ("a=2andb=3", "a = 2, b = 3", True), ("x=1orx=2", r"x = \pm 1", False), ("a=2andb=4", "a = 2, b = 3", False),
+    ("x<-2orx>2", r"(-\infty,-2)\cup(2,\infty)", True), (r"x\le-2orx\ge2", r"|x| \ge 2", True),
+    ("x<-2orx>3", r"(-\infty,-2)\cup(2,\infty)", False),
+    # a reference whose box never closes (double-escaped data fields): its content to the end
+    ("W(x)=1orW(x)=-1", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", True), (r"x = 3", r"\boxed{3", True),
+    ("W(x)=1orW(x)=-3", r"\\boxed{W(n) = 1 \\text{ and } W(n) = -1", False), ("4", r"\boxed{3", False),
+)
+def test_glued_connectives_and_unclosed_reference_boxes(pred, gold, expected):
+    assert ok(pred, gold) is expected
+
+
+def test_unclosed_box_in_a_completion_is_not_an_answer():
+    # a cut-off completion's unclosed box is not its answer (only a reference's is read to the end)
+    assert extract(r"so the answer is \boxed{3").how != "unclosed box"
+    assert extract(r"\boxed{2} and then \boxed{3", is_reference=True).answer == "3"
+    assert extract(r"\boxed{2} and \boxed{3}", is_reference=True).answer == "3"
+
+
 # ---------------------------------------------------------------- rounded references (opt-in)
 
 
@@ -253,6 +363,13 @@ HOSTILE = {
     "set differences": "\\mathbb{R}\\setminus" * (N // 20) + "\\{0\\}",
     "complements": "[1,2]^c \\cup " * 200 + "[3,4]", "or-joined inequalities": " or ".join(["x>1"] * 300),
     "lor-joined inequalities": " \\lor ".join(f"x>{i}" for i in range(150)),
+    "math blocks joined by or": "So we get " + " or ".join(["$x>1$"] * (N // 10)),
+    "glued connectives": "1or" * (N // 3), "glued assignments": "x=1orx=" * (N // 7) + "1",
+    "unclosed reference box": "\\boxed{" + "x" * N,
+    "or-joined conditions with points": " or ".join(["x>1", "x=0"] * 150),
+    "letter unions": "(0,1) U " * (N // 8) + "(2,3)", "interval lists": ", ".join(["(-\\infty,1)"] * 300),
+    "hspace groups": "x<1 \\hspace{" * 3000 + "}" * 3000, "comma conditions": ", ".join(f"x \\ne {i}" for i in range(300)),
+    "spaces between math blocks": "We find $x>1$" + " " * N + ", $x<0$ and so on.",
     "ratio terms": ":".join(["1"] * 600), "angle brackets": "\\langle " * (N // 8),
     "glued units": "10cm " * (N // 5), "unclosed display math": "\\[" * (N // 2), "unclosed inline math": "\\(" * (N // 2),
     "unclosed boxes": "\\boxed{" * (N // 7), "dunder": "_" * N, "newlines": "x" + "\n" * N,

@@ -60,9 +60,21 @@ def test_round_two_notations_and_options_over_http(url):
     assert res[1]["detail"]["reason"] == "rounds to the reference"
 
 
+def test_interval_form_over_http(url):
+    union, single = "(-\\infty,-2)\\cup(2,\\infty)", "x \\in [-2, 7]"
+    res = score(url, [
+        {"completion": "\\boxed{|x| > 2}", "task": {"type": "math", "answer": union}},
+        {"completion": "\\boxed{|x| > 2}", "task": {"type": "math", "answer": union, "interval_form": "required"}},
+        {"completion": "\\boxed{-2 \\le x \\le 7}", "task": {"type": "math", "answer": single}},
+        {"completion": "\\boxed{-2 \\le x \\le 7}", "task": {"type": "math", "answer": single, "interval_form": "either"}},
+    ])
+    assert [r["reward"] for r in res] == [pytest.approx(v) for v in (1.0, 0.0, 0.0, 1.0)]
+
+
 @pytest.mark.parametrize(("task", "field"), [
     ({"type": "math", "answer": "1", "rounded_reference": "loose"}, "items.0.task.rounded_reference"),
     ({"type": "math", "answer": "1", "timeout_s": 10_000}, "items.0.task.timeout_s"),
+    ({"type": "math", "answer": "1", "interval_form": "loose"}, "items.0.task.interval_form"),
     ({"type": "math", "answer": "1", "no_such_option": True}, "items.0.task.no_such_option"),
     ({"type": "math", "answer": ["1"]}, "items.0.task.answer"),
 ])

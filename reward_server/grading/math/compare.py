@@ -32,6 +32,7 @@ from .parse import (
     name_like,
     parse,
     rel_to_set,
+    rel_var,
 )
 
 _CMD_NAMES = (
@@ -75,7 +76,7 @@ class Opts:
         self.max_answer_chars = int(d.get("max_answer_chars", 2000))
         self.max_completion_chars = int(d.get("max_completion_chars", 200_000))
         self.list_order = d.get("list_order", "reference")
-        self.interval_form = d.get("interval_form", "required")
+        self.interval_form = d.get("interval_form", "union")
         self.exact_confirm = d.get("exact_confirm", True)
         self.rounded_reference = d.get("rounded_reference", "exact")
 
@@ -98,7 +99,33 @@ def normalize(s: str) -> str:
     s = re.sub(r"^\$+|\$+$", "", s).strip()
     s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
     s = re.sub(r"[.。]+$", "", s).strip()
+    s = _GLUED_CONNECTIVE.sub(r" \1 ", s)  # x=1orx=-1, W(x)=1orW(x)=-1
+    s = _LETTER_UNION.sub(r" \\cup ", s)  # (-oo, -2) U (2, oo)
+    s = _ISO_INTERVAL.sub(_iso_interval, s)  # ]-oo, -2[ (ISO 31-11 / French notation)
+    s = re.sub(r"\\text\s*\{\s*[.,;]?\s*\}\s*$", "", s).strip()  # a trailing \text{.}
     return s
+
+
+# an interval written as in ISO 31-11, a bracket turned outward at each open end ("]a, b[" open,
+# "[a, b[" right-open); an ordinary "[a, b]" matches too and is left as it is
+_ISO_INTERVAL = re.compile(r"(?<![0-9)}])([\[\]])([^\[\](),]{1,80}),([^\[\](),]{1,80})([\[\]])")
+
+
+def _iso_interval(m: re.Match) -> str:
+    o, a, b, c = m.groups()
+    if o == "[" and c == "]":
+        return m.group(0)
+    return ("(" if o == "]" else "[") + a + "," + b + (")" if c == "[" else "]")
+
+
+# a capital U between two intervals is a union (plain-text answers)
+_LETTER_UNION = re.compile(r"(?<=[)\]])\s{0,3}(?:\\(?:text|mathrm)\s*\{\s*U\s*\}|U)\s{0,3}(?=\\left\s*[(\[]|[(\[])")
+
+
+# "or"/"and" glued between a finished value (a digit, a closing bracket) and the next relation on
+# a name ("x=", "W(x)=", "x>", "x\\le"): written without spaces, the connective merges into one word
+_GLUED_CONNECTIVE = re.compile(
+    r"(?<=[0-9)\]}])(or|and)(?=[A-Za-z][A-Za-z0-9_]{0,10}(?:\([^()=]{0,20}\))?\s{0,3}(?:[=<>]|\\(?:le|ge|ne|lt|gt)))")
 
 
 def alternatives(s: str) -> list[str]:
@@ -450,6 +477,45 @@ def _expand_rel_list(items: list) -> list:
     return out
 
 
+def _interval_list(v):
+    """A bare list of intervals ('(-oo, -2) or (2, oo)', '(-oo, 1], (3, 5)') as their union, when at
+    least one of them cannot be a point (an infinite end, or brackets that differ); else None."""
+    if not (isinstance(v, Seq) and not v.open and len(v.items) > 1):
+        return None
+    sets = [as_set(x) if isinstance(x, Seq) else None for x in v.items]
+    if any(x is None or not isinstance(x, sp.Interval) for x in sets):
+        return None
+    if not any({x.items[0].e, x.items[1].e} & {sp.oo, -sp.oo} or x.open + x.close in ("(]", "[)")
+               for x in v.items):
+        return None
+    return sp.Union(*sets)
+
+
+def _pieces(s) -> int:
+    """How many intervals or points it takes to write a real set: 1 for an interval (or R), 2 for
+    (-oo, 3) U (3, oo). Sets SymPy leaves unevaluated count as several."""
+    if s is sp.S.EmptySet:
+        return 0
+    if isinstance(s, sp.Interval):
+        return 1
+    if isinstance(s, sp.FiniteSet):
+        return len(s)
+    if isinstance(s, sp.Union):
+        return sum(_pieces(a) for a in s.args)
+    return 2
+
+
+def _inequality_form_ok(ref_set, policy: str, builder: bool = False) -> bool:
+    """May an inequality answer stand for this interval/set reference? 'either': yes. 'required': no
+    (Math-Verify's policy). 'union' (default): only when the reference is not one interval, i.e. the
+    question's set takes a union of pieces (|x| > 2, x < 1 or x > 3, x != 3), which inequalities
+    write as naturally as interval notation, or when the reference itself states conditions
+    (set-builder); a single interval reference asked for interval notation."""
+    if policy == "either":
+        return True
+    return policy == "union" and (builder or _pieces(ref_set) >= 2)
+
+
 def eq(g, p, o: Opts) -> tuple[bool, str]:
     # text answers
     if isinstance(g, Text) or isinstance(p, Text):
@@ -474,6 +540,8 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
             return _eqn_eq(g, p, o)
         sg, sp_ = rel_to_set(g), rel_to_set(p)
         if sg is not None and sp_ is not None:
+            if rel_var(g) != rel_var(p):
+                return False, "inequalities in different variables"
             return (True, "same solution set") if _set_equal(sg, sp_) else (False, "inequalities differ")
         return False, "relations differ"
     if g_rel or p_rel:
@@ -482,18 +550,24 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
         if v is not None:
             return eq(v, other, o) if rel_is_gold else eq(other, v, o)
         so = as_set(other)
+        so = _interval_list(other) if so is None else so
         s = rel_to_set(r) if so is not None else None
         if s is not None:
-            if so is not None:
-                if not rel_is_gold and o.interval_form == "required":
-                    return False, "inequality answer for an interval/set reference"
-                return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
+            if isinstance(other, SSet) and other.var is not None and other.var != rel_var(r):
+                return False, "different variables"  # x \\in S vs t > 2
+            if not rel_is_gold and not _inequality_form_ok(so, o.interval_form, getattr(other, "builder", False)):
+                return False, "inequality answer for an interval/set reference"
+            return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
         return False, "relation vs value"
     # sets built with unions / intervals
     if isinstance(g, SSet) or isinstance(p, SSet):
         a, b = as_set(g), as_set(p)
+        a = _interval_list(g) if a is None else a
+        b = _interval_list(p) if b is None else b
         if a is None or b is None:
             return False, "set vs non-set"
+        if getattr(g, "var", None) is not None and getattr(p, "var", None) is not None and g.var != p.var:
+            return False, "different variables"
         return (True, "sets equal") if _set_equal(a, b) else (False, "sets differ")
     # ratios
     if isinstance(g, Ratio) or isinstance(p, Ratio):
@@ -645,7 +719,7 @@ def _contains_text(v) -> bool:
     return False
 
 
-_FALLBACKS = ("last number", "last math block", "last number in words", "solutions phrase")
+_FALLBACKS = ("last number", "last math block", "math blocks joined by or", "last number in words", "solutions phrase")
 
 
 def _shown(v) -> str:
@@ -706,6 +780,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     pred_texts = []
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
+    if pred.alternatives and pred.run and any(as_set(v) is not None or isinstance(v, (Rel, Logic)) for _, v, _ in rvals):
+        pred_texts.append(" or ".join(pred.run))  # \\boxed{x < -2} or \\boxed{x > 2} for a set
     pred_texts.append(pred.answer)
     if pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number":
         ln = last_number(pred.answer)

@@ -26,6 +26,7 @@ _CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:a
 
 
 _OR_RE = re.compile(r"\bor\b", re.IGNORECASE)
+_LEAD_WORD = re.compile(r"^(?:so|thus|hence|therefore|then)\b,?\s+(?=\S)", re.IGNORECASE)
 
 
 @dataclass
@@ -36,6 +37,7 @@ class Extracted:
     boxes: list[str] = field(default_factory=list)
     lead: str = ""  # up to 60 characters of text just before the (first) box used
     alternatives: bool = False  # the joined boxes were connected by "or" (x = \\boxed{3} or x = \\boxed{-1})
+    run: list[str] = field(default_factory=list)  # the joined boxes themselves
 
 
 _BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
@@ -70,6 +72,18 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
             continue
         res.append(b)
     return res
+
+
+def _unclosed_box_tail(text: str, boxes: list[tuple[int, int, str]]) -> str | None:
+    """A reference whose last \\boxed{ never closes (a truncated or hand-edited data field): what
+    follows it to the end. Only for references: an unclosed box in a completion is a cut-off answer."""
+    last = None
+    for m in _BOX_RE.finditer(text):
+        last = m
+    if last is None or any(b[0] <= last.start() < b[1] for b in boxes):
+        return None
+    tail = text[last.end() :].strip()
+    return tail or None
 
 
 def _box_run(text: str, boxes: list[tuple[int, int, str]]) -> list[str]:
@@ -258,6 +272,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     if gsm is not None:
         return Extracted(gsm, how="####")
     boxes = find_boxes(text)
+    if is_reference and (tail := _unclosed_box_tail(text, boxes)) is not None:
+        return Extracted(tail, how="unclosed box")
     markers = list(_MARKER_RE.finditer(text))
     if boxes and not (markers and markers[-1].start() > boxes[-1][1] and _sentence(
             _clean_segment(text[markers[-1].end():]))):
@@ -267,7 +283,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         k0 = len(boxes) - len(run)
         first = boxes[k0][0]
         ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
-        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors)
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
+                         [x.strip() for x in run] if len(run) > 1 else [])
     if markers:
         m = markers[-1]
         seg = _sentence(_clean_segment(text[m.end() :]))
@@ -285,7 +302,10 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         text = cut_verification(text)
         stripped = text.strip()
     if is_reference or not is_prose(stripped) or _only_number_words(stripped):
-        return Extracted(unwrap_math(stripped).rstrip(" ."), how="bare")
+        bare = unwrap_math(stripped).rstrip(" .")
+        if not is_reference:
+            bare = _LEAD_WORD.sub("", bare, count=1)  # "So x > 2", "Thus $x = 3$"
+        return Extracted(bare, how="bare")
     if fallback == "none":
         return Extracted(None, how="no final answer")
     sol = _solutions_phrase(text)
@@ -295,7 +315,9 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     cands = []
     blocks = _math_blocks(text)
     if blocks:
-        cands.append((blocks[-1][1], blocks[-1][2].strip().rstrip("."), "last math block", blocks[-1][0]))
+        run = _or_run(text, blocks)
+        ans = " or ".join(b[2].strip().rstrip(".") for b in run)
+        cands.append((blocks[-1][1], ans, "last math block" if len(run) == 1 else "math blocks joined by or", run[0][0]))
     nums = list(_NUMBER_RE.finditer(text))
     if nums:
         cands.append((nums[-1].end(), nums[-1].group(0).strip(), "last number", nums[-1].start()))
@@ -308,6 +330,21 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         return Extracted(None, how="no final answer")
     end, ans, how, start = max(cands, key=lambda c: (c[0], c[2] == "last math block"))
     return Extracted(ans, how=how, lead=text[max(0, start - 60) : start])
+
+
+_OR_ONLY = re.compile(r"\s*,?\s*(?:or|\\text\{\s*or\s*\})\s*", re.I)
+
+
+def _or_run(text: str, blocks: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """The last math block and the blocks before it joined only by "or" ("$x<-2$ or $x>2$"): one
+    answer, as boxes joined by "or" are (bounded: at most 16 blocks)."""
+    run = [blocks[-1]]
+    for b in reversed(blocks[:-1]):
+        between = text[b[1] : run[0][0]]
+        if len(run) >= 16 or len(between) > 40 or not _OR_ONLY.fullmatch(between):
+            break
+        run.insert(0, b)
+    return run
 
 
 def _sentence_around(text: str, start: int, end: int) -> str:

@@ -55,12 +55,14 @@ class MathOptions(BaseModel):
         "solutions/zeros are', 'in increasing order', items joined by 'or', one unknown given several values. "
         "'unordered': every bare list is a set. 'ordered': every bare list is ordered.",
     )
-    interval_form: Literal["required", "either"] = Field(
-        "required",
-        description="'required': when the reference is an interval or set, an answer written as an "
-        "inequality is wrong even if it describes the same set (the question asked for interval "
-        "notation). 'either': an equivalent inequality is accepted. An inequality reference accepts an "
-        "equivalent interval either way.",
+    interval_form: Literal["required", "union", "either"] = Field(
+        "union",
+        description="An answer written as inequalities when the reference is an interval or set. 'union' "
+        "(default): accepted when the reference's set is not a single interval (a union of pieces, "
+        "excluded points: '|x| > 2' = '(-oo,-2) U (2,oo)', 'x != 3' = 'R \\ {3}'); against a single "
+        "interval ('[-2, 7]') a chain or one-sided inequality is wrong, as the question asked for interval "
+        "notation. 'required': always wrong (Math-Verify's policy). 'either': always accepted when the sets "
+        "are equal. An inequality reference accepts an equivalent interval in every mode.",
     )
     exact_confirm: bool = Field(
         True,

@@ -64,13 +64,14 @@ class Rel:
 
 @dataclass
 class Logic:
-    """Inequalities joined by 'or' (a union) or 'and' (an intersection): x < -2 or x > 2."""
+    """Inequalities joined by 'or' (a union) or 'and' (an intersection): x < -2 or x > 2; ',' (a comma
+    list in one variable, 'x > 0, x != 1'): the intersection, or the union when that is empty."""
 
     rels: list
     op: str
 
     def __str__(self) -> str:
-        return f" {self.op} ".join(str(r) for r in self.rels)
+        return (", " if self.op == "," else f" {self.op} ").join(str(r) for r in self.rels)
 
 
 @dataclass
@@ -96,6 +97,8 @@ class SetV:
 @dataclass
 class SSet:
     s: object  # a sympy Set
+    var: object = None  # the variable a reference names ('x \\in S'), which an inequality answer must use
+    builder: bool = False  # written in set-builder notation: its conditions are inequalities already
 
     def __str__(self) -> str:
         return str(self.s)
@@ -145,7 +148,7 @@ GREEK = {
     "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
 }
 REL_CMDS = {
-    "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=",
+    "le": "<=", "leq": "<=", "leqslant": "<=", "leqq": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=", "geqq": ">=",
     "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "notin": "notin", "equiv": "=",
     "Rightarrow": ";", "implies": ";", "Longrightarrow": ";", "iff": ";", "to": "->",
 }
@@ -154,7 +157,9 @@ SKIP_CMDS = {
     "textstyle", "limits", ",", "!", ";", ":", " ", "quad", "qquad", "enspace", "thinspace", "nonumber",
     "hline", "mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar", "mathit", "angle",
     "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel", "middle",
+    "hspace", "vspace", "hphantom", "vphantom", "kern", "hskip", "medspace", "thickspace", "negthinspace",
 }
+CMD_ALIASES = {"bigcup": "cup", "bigcap": "cap"}  # between two sets they are the binary operations
 SIUNITX = {"num", "SI", "qty", "si", "unit"}
 TEXT_CMDS = {"text", "mbox", "textnormal", "textit", "textrm", "textsf", "texttt", "hbox", "emph"}
 STYLE_CMDS = {"mathrm", "mathbf", "textbf", "boldsymbol", "bm", "mathsf", "operatorname", "mathtt", "mathup", "bold"}
@@ -278,7 +283,9 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                     if name in ("mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar",
                                 "mathit", "underline", "cancel") and i < n and s[i] == "{":
                         pass  # the group is parsed as a plain group
-                    if name in ("tag", "phantom") and i < n and s[i] == "{":
+                    if name in ("hspace", "vspace") and i < n and s[i] == "*":
+                        i += 1
+                    if name in ("tag", "phantom", "hspace", "vspace", "hphantom", "vphantom") and i < n and s[i] == "{":
                         _, i = _read_group(s, i)
                     continue
                 if name in SIUNITX and i < n and s[i] == "{":
@@ -317,7 +324,7 @@ def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
                 elif name in ("langle", "rangle"):
                     toks.append(Tok("op", "(" if name == "langle" else ")", space))  # a vector <1, 2>
                 else:
-                    toks.append(Tok("cmd", name, space))
+                    toks.append(Tok("cmd", CMD_ALIASES.get(name, name), space))
             elif d == "\\":
                 toks.append(Tok("op", "\\\\", space))
                 i += 2
@@ -603,11 +610,19 @@ class Parser:
             raise ParseError("empty")
         if len(groups) == 1 and len(groups[0]) == 1:
             return groups[0][0]
-        if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_inequality(g[0]) for g in groups):
+        if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_condition(g[0]) for g in groups) and any(
+                is_inequality(g[0]) for g in groups):
             # "x < -2 or x > 2": one condition, the union (or intersection) of the parts
             if len(groups) > MAX_ALTERNATIVES:
                 raise TooLarge("too many alternatives")
             return Logic([g[0] for g in groups], next(iter(logic)))
+        if logic <= {"or"} and len(groups) > 1 and all(len(g) == 1 and isinstance(g[0], SSet) for g in groups):
+            vs = {g[0].var for g in groups}
+            if len(vs) == 1 and None not in vs:  # x \\in (-oo, -2) or x \\in (2, oo): their union
+                return SSet(sp.Union(*[g[0].s for g in groups]), vs.pop())
+        if (len(groups) == 1 and 1 < len(groups[0]) <= MAX_ALTERNATIVES and all(is_inequality(x) for x in groups[0])
+                and rel_var(Logic(groups[0], ",")) is not None):
+            return Logic(groups[0], ",")  # x > 0, x \\ne 1: conditions on one unknown
         items: list = []
         for g in groups:
             if len(groups) > 1 and len(g) > 1 and all(
@@ -644,6 +659,9 @@ class Parser:
                 if not ops:
                     return parts[0]
         if ops == ["in"]:
+            inside = as_set(parts[1]) if isinstance(parts[1], (SSet, Seq)) else None  # not \\{1, 2\\}: a list
+            if inside is not None and isinstance(parts[0], Q) and isinstance(parts[0].e, sp.Symbol):
+                return SSet(inside, parts[0].e)  # x \\in S: the set S, remembering its variable
             return parts[1]
         if ops == ["notin"] and (outside := as_set(parts[1])) is not None:
             return SSet(sp.Complement(sp.S.Reals, outside))  # x \\notin [1, 2]: the complement
@@ -946,7 +964,7 @@ class Parser:
             if kind != "or":
                 break
         self.expect_op("\\}")
-        return SSet(sp.Intersection(dom, union))
+        return SSet(sp.Intersection(dom, union), builder=True)
 
     def parse_postfix(self, v):
         while True:
@@ -1365,33 +1383,39 @@ def is_inequality(v) -> bool:
     return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS for op in v.ops)
 
 
+def is_condition(v) -> bool:
+    """An inequality or an equation: a part of 'x < 0 or x = 1' (a union with a point)."""
+    return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS or op == "=" for op in v.ops)
+
+
 def rel_to_set(r, var=None, allow_eq: bool = False):
     """The real solution set of an inequality (chain) in one variable, or of inequalities joined by
     or/and (`Logic`); None when it is not one (several variables, undefined functions, no relation).
     `var`: the variable of a set-builder (`\\{x | x > 2\\}`); `allow_eq`: '=' is a condition too."""
     if isinstance(r, Logic):
-        sets = [rel_to_set(x, var, allow_eq) for x in r.rels]
+        if var is None and rel_var(r) is None:
+            return None  # "x < -2 or y > 2" is not a condition on one unknown
+        sets = [rel_to_set(x, var, allow_eq or r.op != ",") for x in r.rels]
         if any(x is None for x in sets):
             return None
-        return sp.Union(*sets) if r.op == "or" else sp.Intersection(*sets)
+        if r.op == "or":
+            return sp.Union(*sets)
+        both = sp.Intersection(*sets)
+        # a comma list whose conditions exclude each other ("x < -2, x > 2") lists alternatives
+        return sp.Union(*sets) if r.op == "," and both is sp.S.EmptySet else both
     ops_ok = INEQ_OPS | ({"="} if allow_eq else set())
     if not isinstance(r, Rel) or not r.ops or not all(op in ops_ok for op in r.ops):
         return None
     parts = r.parts
-    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
-        return None
-    nonnum = [p for p in parts if p.e.free_symbols]
-    syms = set().union(*(p.e.free_symbols for p in parts))
-    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
-    if var is not None:
-        if has_undef or not syms <= {var}:
+    if len(parts) == 2 and r.ops[0] in ("!=", "=") and isinstance(parts[1], PM):
+        # x \\ne \\pm 1: every value but those; x = \\pm 1 (a condition): those values
+        pts = _pm_points(parts[1])
+        v0 = rel_var(Rel([parts[0], Q(sp.Integer(0))], ["="]), var)
+        if pts is None or v0 is None or not (isinstance(parts[0], Q) and parts[0].e == v0):
             return None
-        var_expr = var
-    elif len(syms) == 1 and not has_undef:
-        var_expr = next(iter(syms))
-    elif nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
-        var_expr = nonnum[0].e
-    else:
+        return sp.Complement(sp.S.Reals, pts) if r.ops[0] == "!=" else pts
+    var_expr = rel_var(r, var)
+    if var_expr is None or not all(isinstance(p, Q) for p in parts):
         return None
     if any(_hard_to_solve(_plain(p), var_expr) for p in parts):
         return None
@@ -1402,9 +1426,46 @@ def rel_to_set(r, var=None, allow_eq: bool = False):
         la, lb = _plain(a).subs(var_expr, t), _plain(b).subs(var_expr, t)
         rel = rels[op](la, lb)
         if rel is sp.true or rel is sp.false:
-            return None
+            if not ({la, lb} & {sp.oo, -sp.oo}):
+                return None  # 2 < 3: no condition
+            out = out if rel is sp.true else sp.S.EmptySet  # -oo < x < -2: the infinite end is no bound
+            continue
         out = sp.Intersection(out, sp.solveset(rel, t, sp.S.Reals))
     return out
+
+
+def _pm_points(v):
+    """The real numbers of a +- value (`\\pm 1`), or None."""
+    pts = []
+    for a in v.alts:
+        e = _plain(a) if isinstance(a, Q) else None
+        if not isinstance(e, sp.Basic) or e.free_symbols or not e.is_real:
+            return None
+        pts.append(e)
+    return sp.FiniteSet(*pts)
+
+
+def rel_var(r, var=None):
+    """The one unknown of a relation chain (or of all the parts of a `Logic`): its only symbol, or
+    the one name-like side it constrains (`f(x) > 2`); None when there is none or several."""
+    if isinstance(r, Logic):
+        vs = {rel_var(x, var) for x in r.rels}
+        return next(iter(vs)) if len(vs) == 1 else None
+    if not isinstance(r, Rel):
+        return None
+    parts = [p for p in r.parts if not (isinstance(p, PM) and _pm_points(p) is not None)]
+    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
+        return None
+    nonnum = [p for p in parts if p.e.free_symbols]
+    syms = set().union(*(p.e.free_symbols for p in parts))
+    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
+    if var is not None:
+        return var if not has_undef and syms <= {var} else None
+    if len(syms) == 1 and not has_undef:
+        return next(iter(syms))
+    if nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
+        return nonnum[0].e
+    return None
 
 
 MAX_SOLVE_DEGREE = 6
