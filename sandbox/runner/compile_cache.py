@@ -11,6 +11,7 @@ others wait for its entry. Least recently used entries go when the cache outgrow
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -126,7 +127,12 @@ def _copy_regular(src: str, dst: str) -> str:
         return f"the build made more than {ARTIFACT_FILES} files"
     for name in names:
         path = os.path.join(src, name)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                continue  # a link is no part of a build we run
+            raise
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
