@@ -188,7 +188,7 @@ class Scorer:
         return res
 
     async def _code(self, item: ScoreItem, task: CodeTask, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
-        program, mode = await asyncio.to_thread(extract_code, item.completion, extract)
+        program, mode = await asyncio.to_thread(extract_code, item.completion, extract, task.language)
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
             n = count_tests(task)
@@ -208,6 +208,8 @@ class Scorer:
                 id=item.id, reward=None, status="infra_error",
                 detail={"kind": "code", "error": str(e) or type(e).__name__, "extract_mode": mode, "code_chars": len(program)},
             )
+        if result.compile is not None:
+            self.metrics.compile_cache.labels(task.language, result.compile.cache).inc()
         return ScoreResult(
             id=item.id, reward=shape_reward(result, weights), status="ok", detail=code_detail(result, mode, len(program))
         )

@@ -21,10 +21,27 @@ from pydantic import (
     model_validator,
 )
 
-from sandbox.runner import codec
+from sandbox.runner import codec, languages
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
-TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
+# compile_error: the program in a compiled language did not build (every test gets it)
+TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error",
+                     "compile_error"]
+
+
+def _language(name: str) -> str:
+    """A language's canonical name (sandbox.runner.languages: aliases such as "nodejs" or
+    "c++" included); ValueError naming the ones we know."""
+    if name == languages.PYTHON:
+        return name
+    lang = languages.get(name)
+    if lang is None:
+        raise ValueError(f"unknown language {name!r}; known: python, {', '.join(languages.names())}")
+    return lang.name
+
+
+Language = Annotated[str, Field(max_length=40, description="python, or a name in sandbox.runner.languages"),
+                     AfterValidator(_language)]
 
 
 def escape_surrogates(value: Any) -> Any:
@@ -68,6 +85,7 @@ class Limits(BaseModel):
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
+    compile_timeout_s: float = Field(20.0, gt=0, le=60, description="wall-clock limit for building the program")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 
@@ -154,9 +172,15 @@ class Job(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _stdio_for_others(self) -> Job:
+        if self.language != languages.PYTHON and self.tests.kind != "stdio":
+            raise ValueError(f"a {self.language} program takes stdio tests only (tests.kind 'stdio')")
+        return self
 
 class TestResult(BaseModel):
     __test__ = False  # not a pytest class
@@ -168,6 +192,23 @@ class TestResult(BaseModel):
     @classmethod
     def _text(cls, v: Any) -> Any:
         return escape_surrogates(v)
+
+class CompileInfo(BaseModel):
+    """How a program in a compiled language was built (sandbox.runner.compiled.Build)."""
+
+    ok: bool
+    cache: Literal["hit", "miss", "merged", "none"] = "miss"
+    status: str = "finished"
+    return_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    time_s: float = 0.0
+
+    @field_validator("stdout", "stderr", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return escape_surrogates(v)
+
 
 class JobResult(BaseModel):
     syntax_ok: bool
@@ -182,6 +223,7 @@ class JobResult(BaseModel):
     wall_s: float = 0.0
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -248,7 +290,7 @@ class ExecRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     stdin: str = ""
     files: list[ExecFile] = Field(default_factory=list, max_length=MAX_FILES)
     fetch_files: list[Annotated[str, AfterValidator(scratch_path)]] = Field(default_factory=list, max_length=MAX_FETCH_FILES)
@@ -302,6 +344,7 @@ class ExecResult(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="fetched files, base64")
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None
 
     @model_validator(mode="before")
     @classmethod

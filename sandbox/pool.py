@@ -26,6 +26,7 @@ from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
     AssertListTests,
     CallTests,
+    CompileInfo,
     ExecRequest,
     ExecResult,
     Job,
@@ -33,7 +34,7 @@ from sandbox.jobs import (
     StdioTests,
     TestResult,
 )
-from sandbox.runner import flags
+from sandbox.runner import flags, languages
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
@@ -127,6 +128,7 @@ class SandboxPool:
         self.restarts = 0
         self.jobs_total = 0
         self.infra_errors = 0
+        self._languages: list[str] | None = None  # as the runners report them (pong)
         self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
 
     # ---------------------------------------------------------------- lifecycle
@@ -169,6 +171,9 @@ class SandboxPool:
         if not self.ready:
             await self.close()
             raise RunnerStartError(f"no {self.kind} runner started: {results[0]}")
+        live = next((r for r in self.runners if r is not None), None)
+        if live is not None:
+            await self._answers(live)  # its pong says which languages the runners can run
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
@@ -326,12 +331,25 @@ class SandboxPool:
                 on_event(ev)
 
     # ------------------------------------------------------------------ public
+    def languages(self) -> list[str]:
+        """The languages this pool's runners build and run: what a runner said in its last
+        health answer, else the host's word, else this machine's toolchains."""
+        if self._languages is not None:
+            return list(self._languages)
+        tell = getattr(self.host, "languages", None)
+        if callable(tell):
+            return list(tell())
+        return sorted(k for k, ok in languages.available().items() if ok)
+
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
         n_guess = _count_tests(job)
         budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
                "limits": job.limits.model_dump(), "stream": on_event is not None}
+        if job.language != "python":
+            msg["language"] = job.language
+            budget += job.limits.compile_timeout_s
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if "error" in done:
@@ -343,19 +361,25 @@ class SandboxPool:
             load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
             stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
             wall_s=float(done.get("wall_s", 0.0)), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
                "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
                "limits": req.limits.model_dump()}
+        budget = req.limits.timeout_s * req.limits.wall_factor * HARD_FACTOR + 30
+        if req.language != "python":
+            msg["language"] = req.language
+            budget += req.limits.compile_timeout_s
         self.jobs_total += 1
-        done, ident = await self._exchange(msg, req.limits.timeout_s * req.limits.wall_factor * HARD_FACTOR + 30, None)
+        done, ident = await self._exchange(msg, budget, None)
         return ExecResult(
             status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
             stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
             time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
             files=done.get("files", {}), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     # ---------------------------------------------------------------- recovery
@@ -466,6 +490,9 @@ class SandboxPool:
         await conn.send({"op": "ping"})
         ev = await conn.recv()
         if ev.get("event") == "pong" or (refusal_ok and ev.get("event") == "infra_error"):
+            said = ev.get("languages")
+            if isinstance(said, list) and all(isinstance(x, str) for x in said):
+                self._languages = sorted(said)[:50]  # what the runners see (their view, their image)
             return
         raise RunnerLost("bad pong")
 
@@ -620,3 +647,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"
     return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)
+
+
+def _compile_info(done: dict) -> CompileInfo | None:
+    """The runner's word on the build of a compiled-language job (absent for python)."""
+    c = done.get("compile")
+    return CompileInfo(**c) if isinstance(c, dict) else None

@@ -31,8 +31,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
 from sandbox.runner import uidlease
+from sandbox.runner.languages import pch
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -44,6 +46,7 @@ MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controlle
 MEMCG_PARENT = "verireward"
 MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
 FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # with toolchains=True
 
 
 def bwrap_path() -> str:
@@ -117,7 +120,8 @@ def _resolve_into(path: str, links: dict[str, str], files: set[str], depth: int 
 
 
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
-                  uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None) -> list[str]:
+                  uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
+                  toolchains: bool = False, pch_dir: str | None = None) -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it."""
@@ -137,6 +141,12 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     ]
     binds: list[tuple[str, str]] = [(d, d) for d in dirs] + [(f, f) for f in files]
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
+    if toolchains:  # compilers and runtimes (sandbox/runner/languages): the system dirs, read-only
+        links = tuple({**dict(links), **{d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}}.items())
+        binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
+        if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
+            binds.append((pch_dir, f"{CODE_ROOT}/pch"))
     link_paths = {p for p, _ in links}
     made: set[str] = set()
     for path, _target in links:  # parents of the links first, then the links (shallow first)
@@ -257,7 +267,8 @@ class BwrapHost(Host):
     kind = "bwrap"
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
-                 scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True) -> None:
+                 scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
+                 languages: bool = False) -> None:
         self.slots = slots
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
@@ -267,15 +278,26 @@ class BwrapHost(Host):
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        # languages beyond python: the host's toolchains in the view, C++'s precompiled header
+        # made once per machine and toolchain (~7 s, then found)
+        self.toolchains = languages
+        self.pch_dir = pch.host_dir() if languages else None
         self.handles: dict[str, RunnerHandle] = {}
         remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
         uidlease.sweep()
+
+    def languages(self) -> list[str]:
+        """The languages this host's runners can build and run."""
+        if not self.toolchains:
+            return ["python"]
+        return sorted(k for k, ok in runner_languages.available().items() if ok)
 
     def runner_command(self, sock_dir: str, lease: uidlease.UidLease, scratch_dir: str, memcg: str | None) -> list[str]:
         python = os.path.realpath(sys.executable)
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
-                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg)
+                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
+                            toolchains=self.toolchains, pch_dir=self.pch_dir)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,

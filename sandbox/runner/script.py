@@ -133,7 +133,7 @@ class StdioRun:
         n, kept = len(self.cases), self.ch.meter.kept
         for i, case in enumerate(self.cases):
             mark = len(kept["stdout"])
-            out = run_script(self.ch, self.program, case.get("stdin", ""), self.scratch, self.lim)
+            out = self.run_case(case.get("stdin", ""))
             if out.flag:
                 self.flags.add(out.flag)
             if not out.syntax_ok:
@@ -171,6 +171,10 @@ class StdioRun:
             r = {"status": "skipped", "time_s": 0.0, "message": "not run: an earlier test timed out (stop_on_timeout)"}
             self.results.append(r)
             self.emit({"event": "test", "index": j, **r})
+
+    def run_case(self, stdin: str) -> ScriptEnd:
+        """One case's run (compiled.CompiledRun starts a built program instead)."""
+        return run_script(self.ch, self.program, stdin, self.scratch, self.lim)
 
     def answer(self) -> dict:
         kept = self.ch.meter.kept

@@ -14,8 +14,9 @@ import socket
 import time
 from typing import Protocol
 
-from . import flags, framing, limits
+from . import flags, framing, languages, limits
 from .children import Children, ClientGone, InfraFailure
+from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
 
@@ -37,6 +38,12 @@ class JobRun(Protocol):
 
 def job_kind(msg: dict) -> type:
     """Which run a job message asks for; ValueError for one we cannot run."""
+    if msg.get("language", "python") != "python":  # another language: compiled.py
+        if msg.get("op") == "exec":
+            return CompiledExecRun
+        if not isinstance(msg.get("tests"), dict) or msg["tests"].get("kind") != "stdio":
+            raise ValueError("a program in a language other than python takes stdio tests only")
+        return CompiledRun
     if msg.get("op") == "exec":
         return ExecRun
     tests = msg.get("tests")
@@ -64,7 +71,8 @@ class Supervisor:
                     return
                 op = msg.get("op") if isinstance(msg, dict) else None
                 if op == "ping":
-                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid()})
+                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid(),
+                               "languages": languages.runnable()})
                 elif op in ("run", "exec"):
                     self.jobs += 1
                     try:
