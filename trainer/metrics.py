@@ -1,22 +1,140 @@
-"""Metrics: JSONL file (one record per train step / eval), optional TensorBoard, PNG plot."""
+"""Metrics: the step's statistics (StepStats), JSONL file (one record per train step / eval),
+optional TensorBoard / wandb / trackio, PNG plot."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .memory import max_rss_mb
+from . import dist
+
+try:  # the verifier's flag vocabulary: one fixed set of per-kind counters on every rank
+    from sandbox.runner.flags import KINDS as FLAG_KINDS
+except ImportError:  # pragma: no cover - the trainer installed without the sandbox package
+    FLAG_KINDS = frozenset()
 
 
-def peak_memory_mb(device: torch.device) -> float:
+def peak_memory_mb(device: torch.device) -> float | None:
+    """Peak GPU memory allocated by this process (CUDA); None elsewhere (the trainer keeps the
+    host's running peak itself, see ``GRPOTrainer.peak_rss_mb``)."""
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
-    return max_rss_mb()
+    return None
+
+
+def _max(default: float = 0.0) -> Any:
+    return field(default=default, metadata={"reduce": "max"})
+
+
+@dataclass
+class StepStats:
+    """What one rank saw in one step; :meth:`reduced` sums (or maxes) every field over ranks, by
+    name. Per-source and per-flag dicts have the same keys on every rank (built from the config
+    and the flag vocabulary), reduced in sorted key order."""
+
+    completions: float = 0.0  # sampled (scored or not)
+    tokens: float = 0.0  # completion tokens sampled
+    truncated: float = 0.0  # completions that hit max_completion_length
+    infra_errors: float = 0.0  # server could not score: dropped from the group, not scored 0
+    reward_n: float = 0.0  # scored completions
+    reward_sum: float = 0.0
+    reward_sq: float = 0.0
+    flagged: float = 0.0  # scored completions the verifier flagged as a hack attempt
+    groups: float = 0.0
+    filtered: float = 0.0
+    filtered_all_same: float = 0.0
+    kept_groups: float = 0.0
+    kept_seqs: float = 0.0  # sequences in the loss (after truncation masking)
+    masked_truncated: float = 0.0  # kept sequences left out of the loss by mask_truncated_completions
+    loss_tokens: float = 0.0
+    gen_time: float = 0.0
+    logprob_time: float = 0.0
+    wait: float = 0.0  # blocked on reward futures
+    step_time: float = 0.0
+    len_max: float = _max()
+    source_sum: dict[str, float] = field(default_factory=dict)
+    source_n: dict[str, float] = field(default_factory=dict)
+    flag_counts: dict[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def for_sources(cls, names: list[str]) -> StepStats:
+        return cls(source_sum=dict.fromkeys(names, 0.0), source_n=dict.fromkeys(names, 0.0),
+                   flag_counts=dict.fromkeys(sorted(FLAG_KINDS), 0.0))
+
+    def add_scored(self, reward: float, sources: dict[str, float | None], flags: list[str]) -> None:
+        self.reward_n += 1
+        self.reward_sum += reward
+        self.reward_sq += reward * reward
+        for k, v in sources.items():
+            if v is not None and k in self.source_sum:
+                self.source_sum[k] += v
+                self.source_n[k] += 1
+        if flags:
+            self.flagged += 1
+            for f in flags:
+                if f in self.flag_counts:
+                    self.flag_counts[f] += 1
+
+    def reduced(self) -> StepStats:
+        """The same statistics summed (``len_max``: maxed) over every rank."""
+        if not dist.active():
+            return self
+        sums, maxes, dicts = [], [], []
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, dict):
+                dicts.append(f.name)
+            elif f.metadata.get("reduce") == "max":
+                maxes.append(f.name)
+            else:
+                sums.append(f.name)
+        flat = [getattr(self, n) for n in sums]
+        for n in dicts:
+            d = getattr(self, n)
+            flat += [d[k] for k in sorted(d)]
+        red = dist.all_reduce(flat)
+        red_max = dist.all_reduce([getattr(self, n) for n in maxes], op="max")
+        out = StepStats(**{n: v for n, v in zip(sums, red[: len(sums)], strict=True)},
+                        **{n: v for n, v in zip(maxes, red_max, strict=True)})
+        pos = len(sums)
+        for n in dicts:
+            d = getattr(self, n)
+            keys = sorted(d)
+            setattr(out, n, dict(zip(keys, red[pos : pos + len(keys)], strict=True)))
+            pos += len(keys)
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """Named rates of the (reduced) statistics, as logged."""
+        n = self.reward_n
+        mean = self.reward_sum / n if n else None
+        var = max(0.0, self.reward_sq / n - mean * mean) if mean is not None else None
+        rec: dict[str, Any] = {
+            "reward_mean": mean,
+            "reward_std": math.sqrt(var) if var is not None else None,
+            "filtered_share": self.filtered / max(self.groups, 1.0),
+            "filtered_groups": int(self.filtered),
+            "groups": int(self.groups),
+            "kept_groups": int(self.kept_groups),
+            "kept_seqs": int(self.kept_seqs),
+            "masked_truncated": int(self.masked_truncated),
+            "infra_errors": int(self.infra_errors),
+            "truncated_share": self.truncated / max(self.completions, 1.0),
+            "completion_len_mean": self.tokens / max(self.completions, 1.0),
+            "completion_len_max": int(self.len_max),
+            "flagged_share": self.flagged / n if n else 0.0,
+        }
+        for k in self.source_sum:
+            rec[f"reward/{k}"] = self.source_sum[k] / self.source_n[k] if self.source_n[k] else None
+        for k, v in self.flag_counts.items():
+            rec[f"flags/{k}"] = int(v)
+        return rec
 
 
 class MetricsLogger:

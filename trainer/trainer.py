@@ -1,15 +1,17 @@
 """The GRPO training loop.
 
-One step: take ``prompts_per_step`` prompts (this rank's shard), sample ``group_size``
-completions each, score them on the reward server while the next chunk is generated, drop
-``infra_error`` items from their groups, drop groups whose reward std is below
-``min_group_std`` (optionally refilling with more prompts), compute group advantages, old and
-reference log-probs for what is kept, and take ``num_iterations`` optimizer steps on the
-clipped surrogate + k3 KL.
+One step (``train_step``), top to bottom: take ``prompts_per_step`` prompts (this rank's shard)
+-> rollout: sample ``group_size`` completions each and score them with every reward source
+while the next chunk is generated -> keep groups: drop ``infra_error`` items from their groups
+and groups whose reward std is below ``min_group_std`` (optionally refilling with more prompts)
+-> advantages (``scale_rewards``) -> update: old and reference log-probs for what is kept, then
+``num_iterations`` optimizer steps on the clipped surrogate + k3 KL -> record the step's
+:class:`~trainer.metrics.StepStats`, reduced over ranks.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -21,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from . import checkpoint as ckpt
+from . import dist
 from .config import TrainConfig, dump_config
-from .loss import group_advantages, group_std, grpo_loss
+from .groups import keep_groups
+from .loss import batch_std, group_advantages, grpo_loss
 from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
-from .metrics import MetricsLogger, peak_memory_mb
+from .metrics import MetricsLogger, StepStats, peak_memory_mb
 from .model import (
     autocast_ctx,
     build_reference,
@@ -36,9 +39,8 @@ from .model import (
     pick_device,
     reference_mode,
     trainable_parameters,
-    world_info,
 )
-from .rewards import HttpScorer, Score, Scorer, WaitClock
+from .rewards import HttpScorer, RewardMixer, Scored, Scorer, WaitClock
 from .rollout import Sequence, collate, fill_logprobs, generate, pad_rows, render_prompts, token_logprobs
 from .tasks import TaskItem, TaskStream, build_split
 
@@ -64,14 +66,12 @@ class GRPOTrainer:
         eval_items: list[TaskItem] | None = None,
         step_hook: Callable[[GRPOTrainer, dict[str, Any]], None] | None = None,
     ):
+        """``scorer`` is the server source's scorer (default: HTTP to ``reward_url``); it is only
+        used when ``reward_sources`` has a ``kind: server`` entry."""
         self.cfg = cfg
-        self.rank, self.world, self.local_rank = world_info()
+        self.rank, self.world, self.local_rank = dist.world_info()
         self.device = pick_device(cfg.device, self.local_rank)
-        self.distributed = self.world > 1
-        if self.distributed and not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if self.device.type == "cuda" else "gloo")
-            if self.device.type == "cuda":
-                torch.cuda.set_device(self.device)
+        self.distributed = dist.init(self.device)
         self.is_main = self.rank == 0
         self.step_hook = step_hook
         self.autocast_enabled = cfg.bf16_autocast and self.device.type == "cuda"
@@ -112,14 +112,17 @@ class GRPOTrainer:
         self.eval_items = eval_items or []
         self.stream = TaskStream(self.train_items, seed=cfg.seed)
 
-        self._own_scorer = scorer is None
-        self.scorer: Scorer = scorer if scorer is not None else HttpScorer(
-            cfg.reward_url, cfg.reward_token, cfg.reward_timeout_s, cfg.reward_max_batch, cfg.reward_weights
-        )
+        self._own_scorer = scorer is None and cfg.uses_server
+        if self._own_scorer:
+            scorer = HttpScorer(cfg.reward_url, cfg.reward_token, cfg.reward_timeout_s, cfg.reward_max_batch,
+                                cfg.reward_weights)
+        self.scorer: Scorer | None = scorer if cfg.uses_server else None
+        self.rewards = RewardMixer(cfg.all_reward_sources, self.scorer, cfg.max_completion_length)
         self.state_dir = Path(cfg.state_dir)
         self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main)
         self.step = 0
         self.elapsed_s = 0.0  # training wall time so far (persisted), for the cost cap
+        self.peak_rss_mb = rss_mb() or 0.0  # running max of the per-step peaks: the process's peak
         self.baseline: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
         self._resumed_from: Path | None = None
@@ -133,17 +136,6 @@ class GRPOTrainer:
     @property
     def autocast(self):
         return autocast_ctx(self.device, self.autocast_enabled)
-
-    def _allreduce(self, values: list[float], op: str = "sum") -> list[float]:
-        if not self.distributed:
-            return values
-        t = torch.tensor(values, dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
-        dist.all_reduce(t, op=dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX)
-        return t.tolist()
-
-    def _barrier(self) -> None:
-        if self.distributed:
-            dist.barrier()
 
     def _prompts(self, items: list[TaskItem]) -> list[str]:
         return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
@@ -160,15 +152,18 @@ class GRPOTrainer:
         rows = max(1, math.ceil(per_step / self.cfg.gradient_accumulation_steps))
         return min(rows, self.cfg.micro_batch_size) if self.cfg.micro_batch_size else rows
 
-    def _score_items(self, items: list[TaskItem], seqs: list[Sequence], n: int, tag: str) -> list[dict[str, Any]]:
-        return [
+    def _score(self, items: list[TaskItem], seqs: list[Sequence], tag: str):
+        """Submit one chunk to every reward source; returns a future of :class:`Scored` values."""
+        payload = [
             {"id": f"{tag}-{self.rank}-{i}", "completion": s.text, "task": items[s.prompt_index].task}
             for i, s in enumerate(seqs)
         ]
+        return self.rewards.submit(payload, [int(s.completion_ids.numel()) for s in seqs],
+                                   [s.truncated for s in seqs], [items[s.prompt_index].prompt for s in seqs])
 
     # ------------------------------------------------------------------------------- rollouts
-    def _rollout_round(self, items: list[TaskItem], clock: WaitClock, tag: str, acc: dict[str, float]) -> list[list[Sequence]]:
-        """Generate + score + filter ``items``; returns the kept groups (lists of Sequences)."""
+    def _rollout_round(self, items: list[TaskItem], clock: WaitClock, tag: str, st: StepStats) -> list[list[Sequence]]:
+        """Generate + score + keep groups for ``items``; returns the kept groups."""
         cfg = self.cfg
         chunk = cfg.generation_batch_size or max(1, math.ceil(len(items) / 2))
         pending: list[tuple[list[TaskItem], list[Sequence], Any]] = []
@@ -176,45 +171,39 @@ class GRPOTrainer:
             part = items[k : k + chunk]
             t0 = time.perf_counter()
             seqs = self._gen(part, cfg.group_size, cfg.temperature)
-            acc["gen_time"] += time.perf_counter() - t0
-            fut = self.scorer.submit(self._score_items(part, seqs, cfg.group_size, f"{tag}-{k}"))
-            pending.append((part, seqs, fut))
+            st.gen_time += time.perf_counter() - t0
+            pending.append((part, seqs, self._score(part, seqs, f"{tag}-{k}")))
         kept: list[list[Sequence]] = []
         for part, seqs, fut in pending:
-            scores: list[Score] = clock.result(fut, timeout=cfg.reward_timeout_s * 4)
-            if len(scores) != len(seqs):
-                raise RuntimeError(f"reward server returned {len(scores)} results for {len(seqs)} items")
-            groups: dict[int, list[Sequence]] = {}
+            scores: list[Scored] = clock.result(fut, timeout=cfg.reward_timeout_s * 4)
             for s, sc in zip(seqs, scores, strict=True):
-                acc["completions"] += 1
-                acc["tokens"] += s.completion_ids.numel()
-                acc["len_sum"] += s.completion_ids.numel()
-                acc["len_max"] = max(acc["len_max"], s.completion_ids.numel())
-                acc["truncated"] += int(s.truncated)
+                n = int(s.completion_ids.numel())
+                st.completions += 1
+                st.tokens += n
+                st.len_max = max(st.len_max, n)
+                st.truncated += int(s.truncated)
                 if not sc.ok:
-                    acc["infra_errors"] += 1
+                    st.infra_errors += 1
                     continue
-                s.reward = float(sc.reward)
-                acc["reward_sum"] += s.reward
-                acc["reward_sq"] += s.reward**2
-                acc["reward_n"] += 1
-                groups.setdefault(s.prompt_index, []).append(s)
-            for j in range(len(part)):
-                acc["groups"] += 1
-                g = groups.get(j, [])
-                rs = [s.reward for s in g]
-                if len(g) < 2 or group_std(rs) < cfg.min_group_std:
-                    acc["filtered"] += 1
-                    if len(g) >= 1 and all(r == rs[0] for r in rs):
-                        acc["filtered_all_same"] += 1
-                    continue
-                kept.append(g)
+                s.reward = float(sc.reward)  # type: ignore[arg-type]
+                s.extra["flags"] = sc.flags
+                st.add_scored(s.reward, sc.sources, sc.flags)
+            res = keep_groups(seqs, [s.prompt_index for s in seqs], [s.reward for s in seqs], len(part),
+                              cfg.min_group_std)
+            st.groups += res.groups
+            st.filtered += res.filtered
+            st.filtered_all_same += res.all_same
+            kept += res.kept
             # log-probs of this chunk's kept groups while later chunks are still being scored
-            flat = [s for g in kept for s in g if not s.extra.get("lp_done")]
-            self._fill_logprobs(flat, acc)
+            self._fill_logprobs([s for g in res.kept for s in g if self._in_loss(s)], st)
         return kept
 
-    def _fill_logprobs(self, seqs: list[Sequence], acc: dict[str, float]) -> None:
+    def _in_loss(self, s: Sequence) -> bool:
+        """mask_truncated_completions (DAPO's overlong filtering): a truncated completion's reward
+        still shapes its group's advantages, but its tokens get no gradient."""
+        return not (self.cfg.mask_truncated_completions and s.truncated)
+
+    def _fill_logprobs(self, seqs: list[Sequence], st: StepStats) -> None:
         if not seqs:
             return
         t0 = time.perf_counter()
@@ -224,9 +213,23 @@ class GRPOTrainer:
         if self.ref is not None:
             with reference_mode(self.ref, self.policy):
                 fill_logprobs(self.ref, seqs, "ref_logp", self.cfg.temperature, self._micro(), pad, self.autocast)
-        for s in seqs:  # marked even when nothing was needed (num_iterations == 1, kl off)
-            s.extra["lp_done"] = True
-        acc["logprob_time"] += time.perf_counter() - t0
+        st.logprob_time += time.perf_counter() - t0
+
+    def _advantages(self, kept: list[list[Sequence]]) -> None:
+        """Set ``seq.advantage`` for every kept sequence: group mean, ``scale_rewards`` std."""
+        seqs = [s for g in kept for s in g]
+        rewards = [float(s.reward) for s in seqs]  # type: ignore[arg-type]
+        mode = self.cfg.reward_scaling
+        bstd = None
+        if mode == "batch":  # the std of every kept reward on every rank
+            tot, sq, n = dist.all_reduce([sum(rewards), sum(r * r for r in rewards), float(len(rewards))])
+            bstd = batch_std(tot, sq, n)
+        if not seqs:
+            return
+        gids = torch.tensor([gi for gi, g in enumerate(kept) for _ in g])
+        adv, _ = group_advantages(torch.tensor(rewards), gids, self.cfg.epsilon, mode, bstd)
+        for s, a in zip(seqs, adv.tolist(), strict=True):
+            s.advantage = a
 
     # ------------------------------------------------------------------------------- one step
     def train_step(self) -> dict[str, Any]:
@@ -234,9 +237,9 @@ class GRPOTrainer:
         reset_peak_rss()
         t_start = time.perf_counter()
         clock = WaitClock()
-        acc: dict[str, float] = dict.fromkeys(
-            ["completions", "tokens", "len_sum", "len_max", "truncated", "infra_errors", "reward_sum", "reward_sq",
-             "reward_n", "groups", "filtered", "filtered_all_same", "gen_time", "logprob_time"], 0.0)
+        st = StepStats.for_sources(self.rewards.names)
+
+        # take + rollout + keep groups (refill rounds top up a batch thinned by the filter)
         target = cfg.prompts_per_step
         kept: list[list[Sequence]] = []
         rounds = 0
@@ -245,25 +248,24 @@ class GRPOTrainer:
             global_items = self.stream.take(want * self.world)  # same on every rank: same data position
             mine = global_items[self.rank :: self.world]
             if len(kept) < target:
-                kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", acc)
+                kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", st)
             rounds += 1
-            deficit = self._allreduce([float(max(0, target - len(kept)))], op="max")[0]
+            deficit = dist.all_reduce([float(max(0, target - len(kept)))], op="max")[0]
             if deficit <= 0 or rounds > cfg.max_refill_rounds:
                 break
             want = int(deficit)
         kept = kept[:target]
 
-        # advantages per kept group
-        seqs: list[Sequence] = [s for g in kept for s in g]
-        if seqs:
-            rewards = torch.tensor([s.reward for s in seqs])
-            gids = torch.tensor([gi for gi, g in enumerate(kept) for _ in g])
-            adv, _ = group_advantages(rewards, gids, cfg.epsilon, cfg.scale_by_std)
-            for s, a in zip(seqs, adv.tolist(), strict=True):
-                s.advantage = a
+        # advantages over whole groups, then the loss over the sequences that are not masked
+        self._advantages(kept)
+        seqs = [s for g in kept for s in g if self._in_loss(s)]
+        st.kept_groups = float(len(kept))
+        st.kept_seqs = float(len(seqs))
+        st.masked_truncated = float(sum(len(g) for g in kept) - len(seqs))
+        st.loss_tokens = float(sum(s.completion_ids.numel() for s in seqs))
 
-        # global normalisers so micro-batches and ranks add up to the loss of the whole batch
-        n_seqs, n_tokens = self._allreduce([float(len(seqs)), float(sum(s.completion_ids.numel() for s in seqs))])
+        # update: global normalisers so micro-batches and ranks add up to the loss of the whole batch
+        n_seqs, n_tokens = dist.all_reduce([st.kept_seqs, st.loss_tokens])
         upd = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
                "grad_norm": 0.0, "ratio_mean": 0.0}
         t_upd = time.perf_counter()
@@ -271,43 +273,35 @@ class GRPOTrainer:
             upd = self._update(seqs, n_seqs, n_tokens)
         upd_time = time.perf_counter() - t_upd
 
+        # record
         step_peak_rss = peak_rss_mb()
+        self.peak_rss_mb = max(self.peak_rss_mb, step_peak_rss)
         # the update's activations are freed by now; hand their heap pages back to the OS, or the
         # process keeps the high-water mark of every step resident (see trainer/memory.py)
         trim_heap()
         step_time = time.perf_counter() - t_start
         self.step += 1
         self.elapsed_s += step_time
-        g = self._allreduce([acc[k] for k in acc] + [clock.waited, step_time])
-        tot = dict(zip(list(acc) + ["wait", "step_time"], g, strict=True))
-        tot["len_max"] = self._allreduce([acc["len_max"]], op="max")[0]
-        n = max(tot["reward_n"], 1.0)
-        mean = tot["reward_sum"] / n
-        var = max(0.0, tot["reward_sq"] / n - mean * mean)
+        st.wait = clock.waited
+        st.step_time = step_time
+        tot = st.reduced()
+        gpu_peak = peak_memory_mb(self.device)
         rec = {
             "kind": "train",
             "step": self.step,
-            "reward_mean": mean if tot["reward_n"] else None,
-            "reward_std": math.sqrt(var) if tot["reward_n"] else None,
-            "filtered_share": tot["filtered"] / max(tot["groups"], 1.0),
-            "filtered_groups": int(tot["filtered"]),
-            "groups": int(tot["groups"]),
-            "kept_groups": int(self._allreduce([float(len(kept))])[0]),
-            "kept_seqs": int(n_seqs),
+            **tot.record(),
             "refill_rounds": rounds - 1,
-            "infra_errors": int(tot["infra_errors"]),
-            "truncated_share": tot["truncated"] / max(tot["completions"], 1.0),
-            "completion_len_mean": tot["len_sum"] / max(tot["completions"], 1.0),
-            "completion_len_max": int(tot["len_max"]),
             **upd,
             "lr": self.scheduler.get_last_lr()[0],
             "step_time_s": step_time,
-            "gen_time_s": tot["gen_time"] / self.world,
+            "gen_time_s": tot.gen_time / self.world,
+            "logprob_time_s": tot.logprob_time / self.world,
             "update_time_s": upd_time,
-            "tokens_per_s": tot["tokens"] / max(step_time, 1e-9),
-            "reward_wait_share": tot["wait"] / max(tot["step_time"], 1e-9),
-            "peak_mem_mb": peak_memory_mb(self.device),
-            "peak_rss_mb": step_peak_rss,
+            "tokens_per_s": tot.tokens / max(step_time, 1e-9),
+            "reward_wait_share": tot.wait / max(tot.step_time, 1e-9),
+            # process peak so far: GPU memory allocated on CUDA, else the host's resident set
+            "peak_mem_mb": gpu_peak if gpu_peak is not None else self.peak_rss_mb,
+            "peak_rss_mb": step_peak_rss,  # this step's peak resident set
             "rss_mb": rss_mb(),
             "data_position": self.stream.position,
             "epoch": self.stream.epoch,
@@ -363,6 +357,7 @@ class GRPOTrainer:
                         ref_logp=ref, kl_coeff=cfg.kl_coeff, loss_type=cfg.loss_type,
                         max_completion_length=cfg.max_completion_length,
                         num_seqs=norm_seqs, num_tokens=norm_tokens,
+                        importance_sampling_level=cfg.importance_sampling_level,
                     )
                     out.loss.backward()
                     stats["loss"] += float(out.loss.detach()) / cfg.num_iterations
@@ -380,7 +375,7 @@ class GRPOTrainer:
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
         keys = ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean")
-        red = self._allreduce([stats[k] for k in keys] + [float(tok_total), stats["loss"]])
+        red = dist.all_reduce([stats[k] for k in keys] + [float(tok_total), stats["loss"]])
         for k, v in zip(keys, red, strict=False):
             stats[k] = v / max(red[len(keys)], 1.0)
         # each rank's loss is world * (its share of the global sum): the batch loss is the rank mean
@@ -391,52 +386,84 @@ class GRPOTrainer:
     def evaluate(self, tag: str = "eval", group_check: bool = False) -> dict[str, Any]:
         """Held-out reward: ``eval_samples`` completions per prompt at ``eval_temperature``
         (0 = greedy). With ``group_check``, also sample ``eval_group_size`` completions per prompt
-        at the training temperature and report the share of groups with (nearly) one reward."""
+        at the training temperature and report the share of groups the trainer would drop.
+
+        Sampling runs on a forked RNG seeded by (seed, step, rank), so an eval never shifts the
+        training stream: a run with a baseline eval samples the same rollouts as one without
+        (``demo --seeds 0,1`` reuses seed 0's baseline for seed 1). With ``completions_table`` the
+        eval's (prompt, completion, reward, per-source values, flags) rows go to
+        ``<state_dir>/completions/<tag>-step<N>.jsonl``."""
+        cfg = self.cfg
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices):
+            torch.manual_seed(cfg.seed * 7919 + self.step * 104729 + self.rank + 17)
+            rec, rows = self._evaluate(tag, group_check)
+        if cfg.completions_table:
+            rows = dist.gather_objects(rows)
+            if self.is_main:
+                d = self.state_dir / "completions"
+                d.mkdir(parents=True, exist_ok=True)
+                path = d / f"{tag}-step{self.step:06d}.jsonl"
+                with open(path, "w") as f:
+                    for r in rows:
+                        f.write(json.dumps(r) + "\n")
+                rec["completions_table"] = str(path)
+        self.logger.log(rec)
+        return rec
+
+    def _evaluate(self, tag: str, group_check: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         items = self.eval_items[self.rank :: self.world]
         t0 = time.perf_counter()
-        sums = [0.0, 0.0, 0.0, 0.0, 0.0]  # reward_sum, n, infra, groups, low-variance groups
+        st = StepStats.for_sources(self.rewards.names)
+        rows: list[dict[str, Any]] = []
         chunk = max(1, cfg.prompts_per_step * cfg.group_size // max(cfg.eval_samples, 1))
+        n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
-            n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
             seqs = self._gen(part, n, cfg.eval_temperature)
-            scores = self.scorer.submit(self._score_items(part, seqs, n, f"{tag}{self.step}-{k}")).result()
-            for sc in scores:
+            scores: list[Scored] = self._score(part, seqs, f"{tag}{self.step}-{k}").result()
+            for s, sc in zip(seqs, scores, strict=True):
+                st.completions += 1
+                st.tokens += int(s.completion_ids.numel())
+                st.truncated += int(s.truncated)
                 if sc.ok:
-                    sums[0] += float(sc.reward)
-                    sums[1] += 1
+                    st.add_scored(float(sc.reward), sc.sources, sc.flags)  # type: ignore[arg-type]
                 else:
-                    sums[2] += 1
+                    st.infra_errors += 1
+                if cfg.completions_table:
+                    rows.append({"prompt": part[s.prompt_index].prompt, "task_id": part[s.prompt_index].id,
+                                 "completion": s.text, "reward": sc.reward, "sources": sc.sources,
+                                 "flags": sc.flags, "truncated": s.truncated})
         if group_check and cfg.eval_group_prompts:
             gitems = self.eval_items[: cfg.eval_group_prompts][self.rank :: self.world]
             gchunk = max(1, cfg.prompts_per_step)
             for k in range(0, len(gitems), gchunk):
                 part = gitems[k : k + gchunk]
                 seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
-                scores = self.scorer.submit(self._score_items(part, seqs, cfg.eval_group_size, f"{tag}g{k}")).result()
-                by: dict[int, list[float]] = {}
-                for s, sc in zip(seqs, scores, strict=True):
-                    if sc.ok:
-                        by.setdefault(s.prompt_index, []).append(float(sc.reward))
-                for j in range(len(part)):
-                    sums[3] += 1
-                    if group_std(by.get(j, [])) < cfg.min_group_std:
-                        sums[4] += 1
-        tot = self._allreduce(sums)
+                scores = self._score(part, seqs, f"{tag}g{k}").result()
+                res = keep_groups(seqs, [s.prompt_index for s in seqs], [sc.reward if sc.ok else None for sc in scores],
+                                  len(part), cfg.min_group_std)
+                st.groups += res.groups
+                st.filtered += res.filtered
+        tot = st.reduced()
+        r = tot.record()
         rec: dict[str, Any] = {
             "kind": "eval",
             "tag": tag,
             "step": self.step,
-            "reward_mean": tot[0] / tot[1] if tot[1] else None,
-            "n": int(tot[1]),
-            "infra_errors": int(tot[2]),
+            "reward_mean": r["reward_mean"],
+            "n": int(tot.reward_n),
+            "infra_errors": int(tot.infra_errors),
+            "truncated_share": r["truncated_share"],
+            "completion_len_mean": r["completion_len_mean"],
+            "flagged_share": r["flagged_share"],
+            **{k: v for k, v in r.items() if k.startswith("reward/")},
             "eval_time_s": time.perf_counter() - t0,
         }
-        if group_check and tot[3]:
-            rec["low_variance_share"] = tot[4] / tot[3]
-        self.logger.log(rec)
-        return rec
+        if group_check and tot.groups:
+            rec["low_variance_share"] = tot.filtered / tot.groups
+        return rec, rows
 
     # ------------------------------------------------------------------------------- state
     def cost_so_far(self) -> float:
@@ -457,14 +484,14 @@ class GRPOTrainer:
         tmp = ckpt.tmp_path(self.state_dir, self.step)
         if self.is_main:
             tmp.mkdir(parents=True, exist_ok=True)
-        self._barrier()
+        dist.barrier()
         ckpt.write_rank_rng(tmp, self.rank)
-        self._barrier()
+        dist.barrier()
         final = None
         if self.is_main:
             ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
             final = ckpt.finalize(self.state_dir, tmp, self.step, self.cfg.keep_checkpoints)
-        self._barrier()
+        dist.barrier()
         return final
 
     def _resume(self) -> None:
@@ -491,6 +518,13 @@ class GRPOTrainer:
         cfg = self.cfg
         result: dict[str, Any] = {"stopped": "max_steps"}
         if cfg.baseline_eval and self.baseline is None and self.eval_items:
+            if self.is_main:  # the longest silent stretch of a run: say what runs
+                n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
+                g = min(cfg.eval_group_prompts, len(self.eval_items))
+                _log(f"baseline eval: {len(self.eval_items)} held-out prompts x {n} "
+                     f"{'greedy' if cfg.eval_temperature == 0 else 'sampled'} completion(s)"
+                     + (f", then {g} prompts x {cfg.eval_group_size} samples at temperature {cfg.temperature} "
+                        "for the variance check" if g else "") + " ...")
             self.baseline = self.evaluate("baseline", group_check=True)
             lv = self.baseline.get("low_variance_share")
             if self.is_main:
