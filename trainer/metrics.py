@@ -183,12 +183,24 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
 
 def plot_metrics(metrics_path: str | Path, out_png: str | Path, title: str | None = None) -> Path:
     """Training reward (per step, with a moving average) and held-out reward over steps."""
+    import matplotlib.pyplot as plt
+
+    fig = metrics_figure(read_metrics(metrics_path), title)
+    out_png = Path(out_png)
+    out_png.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out_png, dpi=100)
+    plt.close(fig)
+    return out_png
+
+
+def metrics_figure(recs: list[dict[str, Any]], title: str | None = None):
+    """The figure of :func:`plot_metrics`: training reward and the filtered share (its own 0-1
+    axis) on the left, held-out reward (markers) on the right."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    recs = read_metrics(metrics_path)
     # a resumed run may repeat steps: the last record of a step wins
     train: dict[int, dict] = {}
     evals: dict[int, dict] = {}
@@ -207,17 +219,27 @@ def plot_metrics(metrics_path: str | Path, out_png: str | Path, title: str | Non
         ma = [sum(x for x in rew[max(0, i - k + 1) : i + 1] if x is not None)
               / max(1, sum(1 for x in rew[max(0, i - k + 1) : i + 1] if x is not None)) for i in range(len(rew))]
         ax.plot(steps, ma, "-", label=f"moving avg ({k})")
+        # the filtered share is a fraction of groups, not a reward: its own axis on the right
         filt = [train[s].get("filtered_share") for s in steps]
-        ax.plot(steps, filt, ":", label="filtered share")
+        ax2 = ax.twinx()
+        ax2.plot(steps, filt, ":", color="tab:gray", label="filtered share (right axis)")
+        ax2.set_ylim(0.0, 1.0)
+        ax2.set_ylabel("filtered share of groups")
     ax.set_xlabel("step")
     ax.set_ylabel("reward")
     ax.set_title("training")
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(fontsize=8)
+    handles, labels = ax.get_legend_handles_labels()
+    if train:
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    if handles:
+        ax.legend(handles, labels, fontsize=8)
     ax = axes[1]
     if evals:
         steps = sorted(evals)
-        ax.plot(steps, [evals[s].get("reward_mean") for s in steps], "o-", label="held-out reward")
+        # markers only: held-out evals are a few points apart, a line between them would claim
+        # values nobody measured
+        ax.plot(steps, [evals[s].get("reward_mean") for s in steps], "o", label="held-out reward")
     ax.set_xlabel("step")
     ax.set_title("held-out")
     if ax.get_legend_handles_labels()[0]:
@@ -225,8 +247,4 @@ def plot_metrics(metrics_path: str | Path, out_png: str | Path, title: str | Non
     if title:
         fig.suptitle(title)
     fig.tight_layout()
-    out_png = Path(out_png)
-    out_png.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out_png, dpi=100)
-    plt.close(fig)
-    return out_png
+    return fig

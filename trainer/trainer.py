@@ -78,6 +78,8 @@ class GRPOTrainer:
 
         # identical initialisation on every rank (LoRA init is random), then a per-rank sampling stream
         torch.manual_seed(cfg.seed)
+        if model is None and self.is_main:
+            _log(f"loading {cfg.model} ({'LoRA' if cfg.lora.enabled else 'full fine-tuning'}, device {self.device})")
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -263,3 +263,47 @@ def test_token_logprobs_match_a_plain_forward(tiny_model_dir):
         n = len(s.completion_ids)
         assert torch.allclose(lp[i, :n], ref, atol=1e-5)
         assert torch.all(lp[i, n:] == 0)
+
+
+def test_plot_gives_filtered_share_its_own_axis_and_evals_markers():
+    import matplotlib.pyplot as plt
+
+    from trainer.metrics import metrics_figure
+
+    recs = [{"kind": "train", "step": s, "reward_mean": 0.1 * s, "filtered_share": 0.5} for s in range(1, 6)]
+    recs += [{"kind": "eval", "step": 0, "reward_mean": 0.2}, {"kind": "eval", "step": 5, "reward_mean": 0.4}]
+    fig = metrics_figure(recs)
+    reward_ax, heldout_ax, share_ax = fig.axes
+    assert share_ax.get_ylim() == (0.0, 1.0) and share_ax.get_lines()[0].get_ydata().tolist() == [0.5] * 5
+    assert all(line.get_label() != "filtered share" for line in reward_ax.get_lines())
+    (held,) = heldout_ax.get_lines()
+    assert held.get_linestyle() == "None" and held.get_marker() == "o"  # two points, no line between
+    plt.close(fig)
+
+
+def test_baseline_eval_does_not_shift_the_training_rollouts(tiny_cfg, tmp_path):
+    # `demo --seeds 0,1` reuses seed 0's baseline for seed 1; seed 1 must then train exactly as
+    # `--seeds 1` does, which ran the baseline itself
+    texts = {}
+    for with_baseline in (True, False):
+        cfg = tiny_cfg(max_steps=1, num_eval_tasks=3, state_dir=str(tmp_path / f"b{with_baseline}"))
+        tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+        if with_baseline:
+            tr.baseline = tr.evaluate("baseline", group_check=True)
+        rec = tr.train_step()
+        texts[with_baseline] = (rec["sample"], rec["loss"], rec["reward_mean"])
+        tr.close()
+    assert texts[True] == texts[False]
+
+
+def test_peak_mem_is_the_running_process_peak(tiny_cfg):
+    from trainer.memory import max_rss_mb
+
+    tr = GRPOTrainer(tiny_cfg(max_steps=3), scorer=CallableScorer(digit_reward))
+    recs = [tr.train_step() for _ in range(3)]
+    tr.close()
+    peaks = [r["peak_mem_mb"] for r in recs]
+    assert peaks == sorted(peaks)  # never goes down, unlike the per-step high-water mark
+    assert all(r["peak_mem_mb"] >= r["peak_rss_mb"] for r in recs)
+    assert peaks[-1] >= max(r["peak_rss_mb"] for r in recs)
+    assert max_rss_mb() > 0
