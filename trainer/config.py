@@ -84,7 +84,13 @@ class TrainConfig(BaseModel):
     )
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
     bf16_autocast: bool = Field(True, description="bf16 autocast for forward passes on GPU (ignored on CPU)")
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory)")
+    parallelism: Literal["ddp", "fsdp"] = Field(
+        "ddp", description="under torchrun: ddp = replicated weights; fsdp = FSDP2 fully_shard (parameters, "
+        "gradients and optimizer state sharded: ZeRO-3's role) with sharded checkpoints")
+    fsdp_param_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="FSDP2 MixedPrecisionPolicy param_dtype (gradients reduce in float32); auto = bfloat16 "
+        "on CUDA, float32 on CPU")
     lora: LoraConfig = Field(default_factory=LoraConfig)
     system_prompt: str | None = None
 

@@ -86,7 +86,10 @@ def load_policy(cfg: TrainConfig, device: torch.device):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=weight_dtype(cfg), **kwargs)
     model.to(device)
     if cfg.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 (the old name warns)
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     if cfg.lora.enabled:
         from peft import LoraConfig as PeftLoraConfig

@@ -11,6 +11,7 @@ and groups whose reward std is below ``min_group_std`` (optionally refilling wit
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -25,7 +26,7 @@ from typing import Any
 import torch
 
 from . import checkpoint as ckpt
-from . import dist
+from . import dist, sharding
 from .config import TrainConfig, dump_config
 from .groups import keep_groups
 from .loss import batch_std, group_advantages, grpo_loss
@@ -87,6 +88,15 @@ class GRPOTrainer:
         self.policy.to(self.device)
         self.policy.train()
         self.ref = build_reference(cfg, self.policy)
+        self.fsdp = self.distributed and cfg.parallelism == "fsdp"
+        if self.fsdp:  # shard before the optimizer is built: its state then lives on the shards
+            pdt = {"auto": torch.bfloat16 if self.device.type == "cuda" else None, "float32": None,
+                   "bfloat16": torch.bfloat16}[cfg.fsdp_param_dtype]
+            sharding.shard(self.policy, self.device, pdt)
+            if self.ref is not None and self.ref is not self.policy:
+                sharding.shard(self.ref, self.device, pdt)
+        elif cfg.parallelism == "fsdp" and self.is_main:
+            _log("parallelism=fsdp in a single process: nothing to shard, training unsharded")
         torch.manual_seed(cfg.seed * 1009 + self.rank)
 
         params = [p for _, p in trainable_parameters(self.policy)]
@@ -100,7 +110,7 @@ class GRPOTrainer:
             self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
         )
         self.model = self.policy
-        if self.distributed:
+        if self.distributed and not self.fsdp:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
             self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
@@ -138,6 +148,18 @@ class GRPOTrainer:
     @property
     def autocast(self):
         return autocast_ctx(self.device, self.autocast_enabled)
+
+    @contextlib.contextmanager
+    def _gathered(self):
+        """Under FSDP: policy (and a separate reference) unsharded for a rollout or eval phase,
+        entered once per phase on every rank, so generation and no-grad log-prob passes make no
+        collective call whatever each rank's lengths. A no-op otherwise."""
+        with contextlib.ExitStack() as stack:
+            if self.fsdp:
+                stack.enter_context(sharding.gathered(self.policy))
+                if self.ref is not None and self.ref is not self.policy:
+                    stack.enter_context(sharding.gathered(self.ref))
+            yield
 
     def _prompts(self, items: list[TaskItem]) -> list[str]:
         return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
@@ -246,16 +268,17 @@ class GRPOTrainer:
         kept: list[list[Sequence]] = []
         rounds = 0
         want = target
-        while True:
-            global_items = self.stream.take(want * self.world)  # same on every rank: same data position
-            mine = global_items[self.rank :: self.world]
-            if len(kept) < target:
-                kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", st)
-            rounds += 1
-            deficit = dist.all_reduce([float(max(0, target - len(kept)))], op="max")[0]
-            if deficit <= 0 or rounds > cfg.max_refill_rounds:
-                break
-            want = int(deficit)
+        with self._gathered():
+            while True:
+                global_items = self.stream.take(want * self.world)  # same on every rank: same data position
+                mine = global_items[self.rank :: self.world]
+                if len(kept) < target:
+                    kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", st)
+                rounds += 1
+                deficit = dist.all_reduce([float(max(0, target - len(kept)))], op="max")[0]
+                if deficit <= 0 or rounds > cfg.max_refill_rounds:
+                    break
+                want = int(deficit)
         kept = kept[:target]
 
         # advantages over whole groups, then the loss over the sequences that are not masked
@@ -326,6 +349,9 @@ class GRPOTrainer:
         for chunk in chunks:
             rows = cfg.micro_batch_size or max(len(chunk), 1)
             passes += [chunk[j : j + rows] for j in range(0, len(chunk), rows)] or [[]]
+        if self.fsdp:  # every FSDP forward/backward is a collective: the same pass count on every rank
+            most = int(dist.all_reduce([float(len(passes))], op="max")[0])
+            passes += [[] for _ in range(most - len(passes))]
         # DDP averages gradients over ranks; scale so the sum over ranks is the global batch loss
         norm_seqs = n_seqs / self.world
         norm_tokens = n_tokens / self.world
@@ -337,7 +363,11 @@ class GRPOTrainer:
             self.optimizer.zero_grad(set_to_none=True)
             for ci, chunk in enumerate(passes):
                 last = ci == len(passes) - 1
-                sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
+                if self.fsdp:  # reduce-scatter gradients on the last pass only, as DDP's no_sync
+                    sharding.set_gradient_sync(self.policy, last)
+                    sync = nullcontext()
+                else:
+                    sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
                 with sync:
                     if not chunk:
                         if self.distributed:  # keep the collective in step with ranks that have data
@@ -372,7 +402,7 @@ class GRPOTrainer:
                 gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             else:
                 gn = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in params if p.grad is not None))
-            stats["grad_norm"] = float(gn)
+            stats["grad_norm"] = float(sharding.full_tensor(gn))  # FSDP: a DTensor over the shards
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
@@ -397,7 +427,7 @@ class GRPOTrainer:
         ``<state_dir>/completions/<tag>-step<N>.jsonl``."""
         cfg = self.cfg
         devices = [self.device] if self.device.type == "cuda" else []
-        with torch.random.fork_rng(devices=devices):
+        with torch.random.fork_rng(devices=devices), self._gathered():
             torch.manual_seed(cfg.seed * 7919 + self.step * 104729 + self.rank + 17)
             rec, rows = self._evaluate(tag, group_check)
         if cfg.completions_table:
@@ -488,10 +518,15 @@ class GRPOTrainer:
             tmp.mkdir(parents=True, exist_ok=True)
         dist.barrier()
         ckpt.write_rank_rng(tmp, self.rank)
+        if self.fsdp:
+            ckpt.write_sharded(tmp, self.policy, self.optimizer)
         dist.barrier()
         final = None
         if self.is_main:
-            ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
+            if self.fsdp:
+                ckpt.write_scheduler(tmp, self.scheduler, self.state())
+            else:
+                ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
             final = ckpt.finalize(self.state_dir, tmp, self.step, self.cfg.keep_checkpoints)
         dist.barrier()
         return final
@@ -501,7 +536,10 @@ class GRPOTrainer:
         if path is None:
             _log(f"--resume: no checkpoint under {self.state_dir}; starting fresh")
             return
-        st = ckpt.load(path, self.policy, self.optimizer, self.scheduler, self.rank)
+        if self.fsdp:
+            st = ckpt.load_sharded(path, self.policy, self.optimizer, self.scheduler, self.rank)
+        else:
+            st = ckpt.load(path, self.policy, self.optimizer, self.scheduler, self.rank)
         if st.get("world_size", 1) != self.world:
             warnings.warn(
                 f"checkpoint written with world size {st.get('world_size')} resumed with {self.world}: "
@@ -588,7 +626,16 @@ class GRPOTrainer:
             self.scorer.close()
 
     def export(self, out_dir: str | os.PathLike) -> None:
-        """save_pretrained of the trained model (the adapter only, under LoRA) and tokenizer."""
+        """save_pretrained of the trained model (the adapter only, under LoRA) and tokenizer. Under
+        FSDP the full state is gathered to rank 0's CPU first (every rank takes part)."""
+        sd = None
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+            sd = get_model_state_dict(self.policy, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         if self.is_main:
-            self.policy.save_pretrained(out_dir)
+            if sd is not None:
+                self.policy.save_pretrained(out_dir, state_dict=sd)
+            else:
+                self.policy.save_pretrained(out_dir)
             self.tokenizer.save_pretrained(out_dir)

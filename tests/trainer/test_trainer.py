@@ -307,3 +307,16 @@ def test_peak_mem_is_the_running_process_peak(tiny_cfg):
     assert all(r["peak_mem_mb"] >= r["peak_rss_mb"] for r in recs)
     assert peaks[-1] >= max(r["peak_rss_mb"] for r in recs)
     assert max_rss_mb() > 0
+
+
+def test_gradient_checkpointing_gives_the_same_step(tiny_cfg, tmp_path):
+    out = {}
+    for gc_on in (False, True):
+        cfg = tiny_cfg(max_steps=1, gradient_checkpointing=gc_on, kl_coeff=0.04, state_dir=str(tmp_path / f"g{gc_on}"))
+        tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+        assert tr.policy.is_activation_checkpointing == gc_on
+        out[gc_on] = tr.train_step()
+        tr.close()
+    assert out[True]["sample"] == out[False]["sample"]
+    assert out[True]["loss"] == pytest.approx(out[False]["loss"], rel=1e-5, abs=1e-7)
+    assert out[True]["grad_norm"] == pytest.approx(out[False]["grad_norm"], rel=1e-5)
