@@ -103,6 +103,16 @@ class TrainConfig(BaseModel):
         "standard", description="bundled arithmetic generator: standard (1-3 steps, up to 2-digit) | easy (one-step "
         "sums/differences of small numbers)")
 
+    # --- generation ------------------------------------------------------------------------
+    generation_backend: Literal["generate", "vllm"] = Field(
+        "generate", description="generate = model.generate; vllm = vLLM colocated on the trainer's GPU (the vllm "
+        "extra; falls back to generate, with a message, where vLLM or CUDA is absent)")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, lt=1.0, description="vLLM's share of GPU memory")
+    vllm_sleep: bool = Field(True, description="vLLM frees its weights and KV cache between rollouts (sleep mode)")
+    tis_cap: float | None = Field(
+        None, gt=0.0, description="truncated importance sampling: weight each token's surrogate by "
+        "min(pi_trainer / pi_sampler, tis_cap) when the backend reports its log-probs (vLLM); None = off")
+
     # --- GRPO ------------------------------------------------------------------------------
     group_size: int = Field(8, description="completions sampled per prompt (G)")
     clip_ratio: float = Field(0.2, description="PPO clip epsilon (lower side, and upper unless clip_ratio_high)")

@@ -28,8 +28,9 @@ import torch
 from . import checkpoint as ckpt
 from . import dist, sharding
 from .config import TrainConfig, dump_config
+from .generation import make_generator
 from .groups import keep_groups
-from .loss import batch_std, group_advantages, grpo_loss
+from .loss import batch_std, group_advantages, grpo_loss, truncated_is_weights
 from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
 from .metrics import MetricsLogger, StepStats, peak_memory_mb
 from .model import (
@@ -39,10 +40,11 @@ from .model import (
     load_tokenizer,
     pick_device,
     reference_mode,
+    resolve_model,
     trainable_parameters,
 )
 from .rewards import HttpScorer, RewardMixer, Scored, Scorer, WaitClock
-from .rollout import Sequence, collate, fill_logprobs, generate, pad_rows, render_prompts, token_logprobs
+from .rollout import Sequence, collate, fill_logprobs, pad_rows, render_prompts, token_logprobs
 from .tasks import TaskItem, TaskStream, build_split
 
 LOW_VARIANCE_WARN_SHARE = 0.9
@@ -88,6 +90,9 @@ class GRPOTrainer:
         self.policy.to(self.device)
         self.policy.train()
         self.ref = build_reference(cfg, self.policy)
+        path, gguf = resolve_model(cfg.model, cfg.gguf_file) if model is None else (cfg.model, cfg.gguf_file)
+        self.generator = make_generator(cfg, self.policy, self.tokenizer, lambda: self.autocast, path, gguf,
+                                        self.device, _log if self.is_main else (lambda m: None))
         self.fsdp = self.distributed and cfg.parallelism == "fsdp"
         if self.fsdp:  # shard before the optimizer is built: its state then lives on the shards
             pdt = {"auto": torch.bfloat16 if self.device.type == "cuda" else None, "float32": None,
@@ -165,10 +170,7 @@ class GRPOTrainer:
         return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
 
     def _gen(self, items: list[TaskItem], n: int, temperature: float) -> list[Sequence]:
-        return generate(
-            self.policy, self.tokenizer, self._prompts(items), n, self.cfg.max_completion_length,
-            temperature, self.cfg.top_p, self.cfg.max_prompt_length, self.autocast,
-        )
+        return self.generator.generate(self._prompts(items), n, temperature)
 
     def _micro(self) -> int:
         """Sequences per forward pass: an accumulation chunk, capped by ``micro_batch_size``."""
@@ -296,6 +298,7 @@ class GRPOTrainer:
         t_upd = time.perf_counter()
         if n_seqs > 0:
             upd = self._update(seqs, n_seqs, n_tokens)
+            self.generator.sync_weights()  # a separate sampler (vLLM) gets the new weights
         upd_time = time.perf_counter() - t_upd
 
         # record
@@ -383,13 +386,18 @@ class GRPOTrainer:
                            else logp.detach())
                     ref = pad_rows([s.ref_logp for s in chunk], T, self.device) if self.ref is not None else None
                     adv = torch.tensor([s.advantage for s in chunk], device=self.device)
+                    isw = None
+                    if cfg.tis_cap is not None and all(s.rollout_logp is not None for s in chunk):
+                        # the sampler's log-probs differ from the trainer's (kernels, bf16): TIS
+                        roll = pad_rows([s.rollout_logp for s in chunk], T, self.device)
+                        isw = truncated_is_weights(old.detach(), roll, cfg.tis_cap) * b.completion_mask
                     out = grpo_loss(
                         logp, old, adv, b.completion_mask,
                         clip_ratio=cfg.clip_ratio, clip_ratio_high=cfg.clip_ratio_high,
                         ref_logp=ref, kl_coeff=cfg.kl_coeff, loss_type=cfg.loss_type,
                         max_completion_length=cfg.max_completion_length,
                         num_seqs=norm_seqs, num_tokens=norm_tokens,
-                        importance_sampling_level=cfg.importance_sampling_level,
+                        importance_sampling_level=cfg.importance_sampling_level, is_weights=isw,
                     )
                     out.loss.backward()
                     stats["loss"] += float(out.loss.detach()) / cfg.num_iterations

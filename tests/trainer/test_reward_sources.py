@@ -88,7 +88,7 @@ def test_truncated_importance_sampling_weights():
     assert w.tolist()[0] == pytest.approx([0.5, 2.0])  # exp(0 - ln 2); exp(ln 4) = 4 capped at 2
     logp = torch.zeros(1, 2, requires_grad=True)
     out = grpo_loss(logp, logp.detach(), torch.tensor([1.0]), torch.ones(1, 2), is_weights=w, loss_type="dapo")
-    assert float(out.loss) == pytest.approx(-(0.5 + 2.0) / 2)
+    assert float(out.loss.detach()) == pytest.approx(-(0.5 + 2.0) / 2)
 
 
 # ------------------------------------------------------------------------------ reward sources
