@@ -67,20 +67,33 @@ class VLLMColocate:
 
     name = "vllm"
 
-    def __init__(self, model_path: str, policy, tokenizer, max_new_tokens: int, top_p: float,
-                 max_prompt_length: int, gpu_memory_utilization: float, sleep: bool, seed: int,
-                 gguf_file: str | None = None):
+    def __init__(self, policy, tokenizer, max_new_tokens: int, top_p: float, max_prompt_length: int,
+                 gpu_memory_utilization: float, sleep: bool, seed: int):
+        import os
+        import tempfile
+
+        from safetensors.torch import save_file
+
+        # the engine in this process (not a worker subprocess), so its model can take weights directly
+        os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
         from vllm import LLM
 
         self.policy, self.tokenizer = policy, tokenizer
         self.max_new_tokens, self.top_p, self.max_prompt_length = max_new_tokens, top_p, max_prompt_length
         self.sleep = sleep
-        src = model_path if gguf_file is None else f"{model_path}/{gguf_file}"
-        self.llm = LLM(model=src, tokenizer=model_path if gguf_file is None else None, dtype="bfloat16",
-                       gpu_memory_utilization=gpu_memory_utilization, enable_sleep_mode=sleep, seed=seed,
-                       max_model_len=max_prompt_length + max_new_tokens, enable_prefix_caching=True)
+        # vLLM starts from the trainer's own weights in HF layout (config, tokenizer, safetensors):
+        # the same path for hub dirs, GGUF-loaded models and LoRA-wrapped ones
+        self._dir = tempfile.TemporaryDirectory(prefix="grpo-vllm-")
+        base = policy.get_base_model() if hasattr(policy, "get_base_model") else policy
+        base.config.save_pretrained(self._dir.name)
+        tokenizer.save_pretrained(self._dir.name)
+        save_file({k: v.contiguous() for k, v in self._weights()}, f"{self._dir.name}/model.safetensors")
+        self.llm = LLM(model=self._dir.name, dtype="bfloat16", gpu_memory_utilization=gpu_memory_utilization,
+                       enable_sleep_mode=sleep, seed=seed, max_model_len=max_prompt_length + max_new_tokens,
+                       enable_prefix_caching=True)
         self._eos = set(eos_ids(tokenizer, policy))
-        self.sync_weights()
+        if sleep:
+            self.llm.sleep(level=1)
 
     def _weights(self) -> list[tuple[str, torch.Tensor]]:
         model = self.policy
@@ -99,12 +112,13 @@ class VLLMColocate:
         weights = self._weights()
         if self.sleep:
             self.llm.wake_up()
-        engine = self.llm.llm_engine
-        worker = getattr(getattr(getattr(engine, "model_executor", None), "driver_worker", None), "worker", None)
-        if worker is not None:  # vLLM V0 in-process executor
-            worker.model_runner.model.load_weights(weights)
-        else:  # V1: the engine's workers load them
-            self.llm.collective_rpc("load_weights", args=(weights,))
+        driver = getattr(getattr(self.llm.llm_engine, "model_executor", None), "driver_worker", None)
+        worker = getattr(driver, "worker", driver)  # V1 wraps the worker; V0 is the worker
+        runner = getattr(worker, "model_runner", None)
+        if runner is not None:
+            runner.model.load_weights(weights)
+        else:  # an executor without an in-process driver: run the load on each worker
+            self.llm.collective_rpc(lambda w: w.model_runner.model.load_weights(weights))
         if self.sleep:
             self.llm.sleep(level=1)
 
@@ -139,8 +153,7 @@ class VLLMColocate:
         return seqs
 
 
-def make_generator(cfg: Any, policy, tokenizer, autocast_fn, model_path: str, gguf_file: str | None,
-                   device: torch.device, log=None) -> Generator:
+def make_generator(cfg: Any, policy, tokenizer, autocast_fn, device: torch.device, log=None) -> Generator:
     """The configured backend, or ``generate`` with a message where vLLM cannot run here."""
     say = log or (lambda m: print(m, file=sys.stderr, flush=True))
     hf = HFGenerator(policy, tokenizer, cfg.max_completion_length, cfg.top_p, cfg.max_prompt_length, autocast_fn)
@@ -153,5 +166,5 @@ def make_generator(cfg: Any, policy, tokenizer, autocast_fn, model_path: str, gg
     if device.type != "cuda":
         say("generation_backend=vllm needs a CUDA device; generating with model.generate")
         return hf
-    return VLLMColocate(model_path, policy, tokenizer, cfg.max_completion_length, cfg.top_p, cfg.max_prompt_length,
-                        cfg.vllm_gpu_memory_utilization, cfg.vllm_sleep, cfg.seed, gguf_file)
+    return VLLMColocate(policy, tokenizer, cfg.max_completion_length, cfg.top_p, cfg.max_prompt_length,
+                        cfg.vllm_gpu_memory_utilization, cfg.vllm_sleep, cfg.seed)

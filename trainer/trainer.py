@@ -40,7 +40,6 @@ from .model import (
     load_tokenizer,
     pick_device,
     reference_mode,
-    resolve_model,
     trainable_parameters,
 )
 from .rewards import HttpScorer, RewardMixer, Scored, Scorer, WaitClock
@@ -90,9 +89,8 @@ class GRPOTrainer:
         self.policy.to(self.device)
         self.policy.train()
         self.ref = build_reference(cfg, self.policy)
-        path, gguf = resolve_model(cfg.model, cfg.gguf_file) if model is None else (cfg.model, cfg.gguf_file)
-        self.generator = make_generator(cfg, self.policy, self.tokenizer, lambda: self.autocast, path, gguf,
-                                        self.device, _log if self.is_main else (lambda m: None))
+        self.generator = make_generator(cfg, self.policy, self.tokenizer, lambda: self.autocast, self.device,
+                                        _log if self.is_main else (lambda m: None))
         self.fsdp = self.distributed and cfg.parallelism == "fsdp"
         if self.fsdp:  # shard before the optimizer is built: its state then lives on the shards
             pdt = {"auto": torch.bfloat16 if self.device.type == "cuda" else None, "float32": None,
