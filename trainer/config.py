@@ -1,11 +1,11 @@
 """Trainer configuration: one pydantic model, loaded from YAML and overridden by flags.
 
 Defaults follow the GRPO papers, and TRL where the papers are silent. Three follow the papers
-where TRL's GRPOConfig (recent releases) does not: ``loss_type="grpo"`` (DeepSeekMath's mean over
+where TRL's GRPOConfig (1.16) does not: ``loss_type="grpo"`` (DeepSeekMath's mean over
 each sequence's tokens, then over sequences; TRL defaults to ``dapo``, the token-level mean over
 the batch, which is also the exact normalisation of this trainer's ``loss_type=dapo``),
 ``kl_coeff=0.04`` (DeepSeekMath's beta; TRL defaults to ``beta=0.0``) and
-``max_completion_length=2048`` (TRL: 256). ``group_size=8``, ``clip_ratio=0.2``,
+``max_completion_length=2048`` (TRL: 512). ``group_size=8``, ``clip_ratio=0.2``,
 ``temperature=1.0``, ``learning_rate=1e-6`` and ``scale_rewards=group`` agree with TRL.
 Invalid settings raise :class:`ConfigError` with one line per problem before any model is loaded.
 """
@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .hf_data import DatasetConfig
 
 
 class ConfigError(ValueError):
@@ -96,6 +98,8 @@ class TrainConfig(BaseModel):
 
     # --- data ------------------------------------------------------------------------------
     tasks: str = Field("arithmetic", description="arithmetic | code | mixed | path to a JSONL of {prompt, task}")
+    dataset: DatasetConfig | None = Field(
+        None, description="tasks from HF datasets (local JSONL/Parquet/Arrow) with a column mapping; replaces `tasks`")
     num_train_tasks: int = Field(2000, gt=0, description="size of generated training set (generators only)")
     num_eval_tasks: int = Field(64, ge=0, description="held-out tasks (split off with data_seed)")
     data_seed: int = 1234

@@ -30,6 +30,7 @@ from . import dist, sharding
 from .config import TrainConfig, dump_config
 from .generation import make_generator
 from .groups import keep_groups
+from .hf_data import StreamingTaskStream, load_split, streaming_eval
 from .loss import batch_std, group_advantages, grpo_loss, truncated_is_weights
 from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
 from .metrics import MetricsLogger, StepStats, peak_memory_mb
@@ -118,14 +119,24 @@ class GRPOTrainer:
 
             self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
-        if train_items is None:
-            train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed,
-                                                 cfg.arith_difficulty)
-            if eval_items is None:
-                eval_items = built_eval
-        self.train_items = train_items
-        self.eval_items = eval_items or []
-        self.stream = TaskStream(self.train_items, seed=cfg.seed)
+        self.stream: TaskStream | StreamingTaskStream
+        if train_items is None and cfg.dataset is not None and cfg.dataset.streaming:
+            self.stream = StreamingTaskStream(cfg.dataset, cfg.num_eval_tasks, cfg.seed)
+            self.train_items = []
+            self.eval_items = eval_items if eval_items is not None else streaming_eval(cfg.dataset, cfg.num_eval_tasks)
+        else:
+            if train_items is None:
+                if cfg.dataset is not None:
+                    train_items, built_eval = load_split(cfg.dataset, cfg.num_train_tasks, cfg.num_eval_tasks,
+                                                         cfg.data_seed)
+                else:
+                    train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks,
+                                                         cfg.data_seed, cfg.arith_difficulty)
+                if eval_items is None:
+                    eval_items = built_eval
+            self.train_items = train_items
+            self.eval_items = eval_items or []
+            self.stream = TaskStream(self.train_items, seed=cfg.seed)
 
         self._own_scorer = scorer is None and cfg.uses_server
         if self._own_scorer:
