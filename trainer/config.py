@@ -186,6 +186,10 @@ class TrainConfig(BaseModel):
     export_final: bool = Field(True, description="save_pretrained the trained model (LoRA: the adapter) to <state_dir>/final")
     resume: bool = False
     tensorboard: bool = False
+    report_to: list[Literal["wandb", "trackio"]] = Field(
+        default_factory=list, description="also log to these trackers (each optional: skipped with a message "
+        "where not installed)")
+    project: str = Field("verireward-grpo", description="wandb / trackio project name")
     completions_table: bool = Field(
         False, description="write each eval's (prompt, completion, reward, sources, flags) rows to "
         "<state_dir>/completions/<tag>-step<N>.jsonl")

@@ -3,6 +3,7 @@ optional TensorBoard / wandb / trackio, PNG plot."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import sys
@@ -138,10 +139,20 @@ class StepStats:
 
 
 class MetricsLogger:
-    def __init__(self, state_dir: str | Path, tensorboard: bool = False, enabled: bool = True):
+    """Every record to ``metrics.jsonl``; numeric fields also to TensorBoard and to wandb /
+    trackio (``report_to``; each import-guarded: a tracker that is not installed is named once
+    and skipped). wandb and trackio share one API (``init(project, config, ...)``, ``log``,
+    ``finish``), so one code path serves both."""
+
+    TRACKERS = ("wandb", "trackio")
+
+    def __init__(self, state_dir: str | Path, tensorboard: bool = False, enabled: bool = True,
+                 report_to: list[str] | None = None, project: str = "verireward-grpo",
+                 run_config: dict[str, Any] | None = None):
         self.enabled = enabled
         self.path = Path(state_dir) / "metrics.jsonl"
         self._tb = None
+        self._trackers: list[Any] = []
         if enabled:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if tensorboard:
@@ -151,6 +162,24 @@ class MetricsLogger:
                     self._tb = SummaryWriter(str(Path(state_dir) / "tb"))
                 except ImportError:  # pragma: no cover
                     print("tensorboard not installed; TensorBoard logging disabled", file=sys.stderr)
+            for name in report_to or []:
+                try:
+                    mod = importlib.import_module(name)
+                except ImportError:
+                    print(f"report_to: {name} is not installed (pip install {name}); not logging to it",
+                          file=sys.stderr)
+                    continue
+                mod.init(project=project, config=run_config or {}, name=Path(state_dir).name)
+                self._trackers.append(mod)
+
+    @staticmethod
+    def _scalars(record: dict[str, Any]) -> dict[str, float]:
+        kind = record.get("kind", "train")
+        tag = record.get("tag")
+        prefix = f"{kind}/{tag}" if kind == "eval" and tag else kind
+        return {f"{prefix}/{k}": v for k, v in record.items()
+                if isinstance(v, int | float) and not isinstance(v, bool) and k != "step"
+                and math.isfinite(float(v))}
 
     def log(self, record: dict[str, Any]) -> None:
         if not self.enabled:
@@ -158,17 +187,34 @@ class MetricsLogger:
         clean = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()}
         with open(self.path, "a") as f:
             f.write(json.dumps(clean) + "\n")
+        step = int(record.get("step", 0))
         if self._tb is not None:
-            step = int(record.get("step", 0))
             kind = record.get("kind", "train")
             for k, v in record.items():
                 if isinstance(v, int | float) and not isinstance(v, bool) and k != "step":
                     self._tb.add_scalar(f"{kind}/{k}", v, step)
             self._tb.flush()
+        if self._trackers:
+            scalars = self._scalars(record)
+            for t in self._trackers:
+                t.log(scalars, step=step)
+
+    def log_table(self, name: str, rows: list[dict[str, Any]], step: int) -> None:
+        """An eval's completions table to the trackers that take tables (wandb)."""
+        for t in self._trackers:
+            table_cls = getattr(t, "Table", None)
+            if table_cls is None or not rows:
+                continue
+            cols = list(rows[0])
+            t.log({name: table_cls(columns=cols, data=[[json.dumps(r[c]) if isinstance(r[c], dict | list) else r[c]
+                                                         for c in cols] for r in rows])}, step=step)
 
     def close(self) -> None:
         if self._tb is not None:
             self._tb.close()
+        for t in self._trackers:
+            t.finish()
+        self._trackers = []
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

@@ -145,7 +145,8 @@ class GRPOTrainer:
         self.scorer: Scorer | None = scorer if cfg.uses_server else None
         self.rewards = RewardMixer(cfg.all_reward_sources, self.scorer, cfg.max_completion_length)
         self.state_dir = Path(cfg.state_dir)
-        self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main)
+        self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main, report_to=cfg.report_to,
+                                    project=cfg.project, run_config=cfg.model_dump(mode="json"))
         self.step = 0
         self.elapsed_s = 0.0  # training wall time so far (persisted), for the cost cap
         self.peak_rss_mb = rss_mb() or 0.0  # running max of the per-step peaks: the process's peak
@@ -457,6 +458,7 @@ class GRPOTrainer:
                     for r in rows:
                         f.write(json.dumps(r) + "\n")
                 rec["completions_table"] = str(path)
+                self.logger.log_table(f"completions/{tag}", rows, self.step)
         self.logger.log(rec)
         return rec
 

@@ -320,3 +320,44 @@ def test_gradient_checkpointing_gives_the_same_step(tiny_cfg, tmp_path):
     assert out[True]["sample"] == out[False]["sample"]
     assert out[True]["loss"] == pytest.approx(out[False]["loss"], rel=1e-5, abs=1e-7)
     assert out[True]["grad_norm"] == pytest.approx(out[False]["grad_norm"], rel=1e-5)
+
+
+def test_completions_table_and_trackers(tiny_cfg, monkeypatch, capsys):
+    import sys
+    import types
+
+    try:
+        import wandb  # noqa: F401
+
+        pytest.skip("a real wandb is installed: it would try to log in")
+    except ImportError:
+        pass
+    # wandb is not installed here (and needs an account): a stand-in module with its API records calls
+    calls: list[tuple] = []
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.append(("init", kw["project"]))
+    fake.log = lambda d, step: calls.append(("log", step, d))
+    fake.finish = lambda: calls.append(("finish",))
+    fake.Table = lambda columns, data: ("table", columns, data)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    try:
+        import trackio  # noqa: F401
+        missing = []
+    except ImportError:
+        missing = ["trackio"]
+    cfg = tiny_cfg(max_steps=1, num_eval_tasks=2, completions_table=True, report_to=["wandb", *missing],
+                   baseline_eval=True, eval_group_prompts=0)
+    tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+    res = tr.train()
+    tr.close()
+    if missing:
+        assert "trackio is not installed" in capsys.readouterr().err
+    table = Path(res["final"]["completions_table"])
+    rows = [json.loads(x) for x in table.read_text().splitlines()]
+    assert len(rows) == 2 and set(rows[0]) >= {"prompt", "completion", "reward", "sources", "flags"}
+    assert rows[0]["reward"] == pytest.approx(digit_reward([{"id": "x", "completion": rows[0]["completion"]}])[0]["reward"])
+    assert (Path(cfg.state_dir) / "completions" / "baseline-step000000.jsonl").exists()
+    kinds = [c[0] for c in calls]
+    assert kinds[0] == "init" and kinds[-1] == "finish"
+    logged = {k for c in calls if c[0] == "log" for k in c[2]}
+    assert "train/reward_mean" in logged and "eval/final/reward_mean" in logged and "completions/final" in logged
