@@ -93,20 +93,30 @@ def test_fsdp_resume_after_sigkill_reproduces_the_step(tiny_model_dir, tmp_path)
                                    *args, "--hang-at", "3"),
                          env=_env(), cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                          start_new_session=True)
+    pids: list[int] = []  # the rank workers: torchrun puts each in its own session, so killpg misses them
     try:
         deadline = time.monotonic() + 300
-        line = ""
-        while "HANG" not in line and time.monotonic() < deadline:
+        while len(pids) < 2 and time.monotonic() < deadline:
             line = p.stdout.readline()
             if not line and p.poll() is not None:
                 break
-        assert "HANG" in line, "workers did not reach step 3"
+            if "HANG" in line:
+                pids.append(int(line.split("HANG", 1)[1].split()[0]))
+        assert len(pids) == 2, "workers did not reach step 3"
         assert (tmp_path / "run" / "checkpoints" / "step-000002" / "sharded").is_dir()
-        os.killpg(p.pid, signal.SIGKILL)  # torchrun and both ranks, no chance to clean up
+        for pid in pids:  # both ranks and torchrun, with no chance to clean up
+            os.kill(pid, signal.SIGKILL)
+        os.killpg(p.pid, signal.SIGKILL)
         p.wait(timeout=30)
     finally:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
+            p.wait(timeout=30)
     assert not (tmp_path / "dead-0.json").exists()
 
     _run(_torchrun(str(tiny_model_dir), str(tmp_path / "run"), str(tmp_path / "res-RANK.json"), *args, "--resume"))

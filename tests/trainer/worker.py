@@ -59,7 +59,7 @@ def main() -> None:
 
     def hook(tr, rec):
         if a.hang_at and tr.step == a.hang_at:
-            print("HANG", flush=True)
+            print(f"HANG {os.getpid()}", flush=True)  # the pid: torchrun starts its workers in new sessions
             time.sleep(3600)
 
     tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward), step_hook=hook)
