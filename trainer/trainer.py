@@ -58,6 +58,23 @@ def _log(msg: str) -> None:
     print(f"[grpo] {msg}", file=sys.stderr, flush=True)
 
 
+def task_source(cfg: TrainConfig, train_items: list[TaskItem] | None, eval_items: list[TaskItem] | None
+                ) -> tuple[TaskStream | StreamingTaskStream, list[TaskItem], list[TaskItem]]:
+    """(training stream, training items, held-out items): the given lists, else a streamed
+    dataset, an in-memory dataset, or the bundled generators / JSONL of ``cfg.tasks``."""
+    if train_items is None and cfg.dataset is not None and cfg.dataset.streaming:
+        held = eval_items if eval_items is not None else streaming_eval(cfg.dataset, cfg.num_eval_tasks)
+        return StreamingTaskStream(cfg.dataset, cfg.num_eval_tasks, cfg.seed), [], held
+    if train_items is None:
+        if cfg.dataset is not None:
+            train_items, built = load_split(cfg.dataset, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed)
+        else:
+            train_items, built = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed,
+                                             cfg.arith_difficulty)
+        eval_items = built if eval_items is None else eval_items
+    return TaskStream(train_items, seed=cfg.seed), train_items, eval_items or []
+
+
 class GRPOTrainer:
     def __init__(
         self,
@@ -119,24 +136,7 @@ class GRPOTrainer:
 
             self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
-        self.stream: TaskStream | StreamingTaskStream
-        if train_items is None and cfg.dataset is not None and cfg.dataset.streaming:
-            self.stream = StreamingTaskStream(cfg.dataset, cfg.num_eval_tasks, cfg.seed)
-            self.train_items = []
-            self.eval_items = eval_items if eval_items is not None else streaming_eval(cfg.dataset, cfg.num_eval_tasks)
-        else:
-            if train_items is None:
-                if cfg.dataset is not None:
-                    train_items, built_eval = load_split(cfg.dataset, cfg.num_train_tasks, cfg.num_eval_tasks,
-                                                         cfg.data_seed)
-                else:
-                    train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks,
-                                                         cfg.data_seed, cfg.arith_difficulty)
-                if eval_items is None:
-                    eval_items = built_eval
-            self.train_items = train_items
-            self.eval_items = eval_items or []
-            self.stream = TaskStream(self.train_items, seed=cfg.seed)
+        self.stream, self.train_items, self.eval_items = task_source(cfg, train_items, eval_items)
 
         self._own_scorer = scorer is None and cfg.uses_server
         if self._own_scorer:
