@@ -88,9 +88,17 @@ class VLLMColocate:
         base.config.save_pretrained(self._dir.name)
         tokenizer.save_pretrained(self._dir.name)
         save_file({k: v.contiguous() for k, v in self._weights()}, f"{self._dir.name}/model.safetensors")
-        self.llm = LLM(model=self._dir.name, dtype="bfloat16", gpu_memory_utilization=gpu_memory_utilization,
-                       enable_sleep_mode=sleep, seed=seed, max_model_len=max_prompt_length + max_new_tokens,
-                       enable_prefix_caching=True)
+        kw = dict(model=self._dir.name, dtype="bfloat16", gpu_memory_utilization=gpu_memory_utilization,
+                  enable_sleep_mode=sleep, seed=seed, max_model_len=max_prompt_length + max_new_tokens,
+                  enable_prefix_caching=True)
+        # log-probs of the distribution actually sampled (after temperature / top-p), which is what
+        # the trainer's log-probs are; vLLM's default is the raw model distribution
+        try:
+            self.llm = LLM(**kw, logprobs_mode="processed_logprobs")
+            self.processed_logprobs = True
+        except TypeError:  # an older vLLM without logprobs_mode: its log-probs are not comparable
+            self.llm = LLM(**kw)
+            self.processed_logprobs = False
         self._eos = set(eos_ids(tokenizer, policy))
         if sleep:
             self.llm.sleep(level=1)
@@ -144,7 +152,8 @@ class VLLMColocate:
             for c in comps:
                 toks = list(c.token_ids)
                 truncated = not (toks and toks[-1] in self._eos)
-                lp = [next(iter(d.values())).logprob if d else 0.0 for d in (c.logprobs or [])]
+                lp = ([d[t].logprob for t, d in zip(toks, c.logprobs, strict=True)]
+                      if c.logprobs and self.processed_logprobs else [])
                 text_ids = toks if truncated else toks[:-1]
                 seqs.append(Sequence(
                     prompt_ids=torch.tensor(ids), completion_ids=torch.tensor(toks, dtype=torch.long),
