@@ -29,6 +29,42 @@ def peak_memory_mb(device: torch.device) -> float | None:
     return None
 
 
+@dataclass
+class UpdateStats:
+    """The update's statistics on one rank: the loss summed over passes (mean over iterations),
+    the rest weighted by each pass's loss tokens; :meth:`record` reduces them over ranks."""
+
+    loss: float = 0.0
+    kl: float = 0.0
+    clip_fraction: float = 0.0
+    clip_low_fraction: float = 0.0
+    clip_high_fraction: float = 0.0
+    ratio_mean: float = 0.0
+    tokens: float = 0.0
+    grad_norm: float = 0.0  # of the last iteration, already global (clip_grad_norm_ over all shards)
+
+    WEIGHTED = ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean")
+
+    def add(self, out: Any, iterations: int) -> None:
+        """One pass's ``LossOutput``."""
+        self.loss += float(out.loss.detach()) / iterations
+        self.tokens += out.num_tokens
+        for k in self.WEIGHTED:
+            setattr(self, k, getattr(self, k) + getattr(out, k) * out.num_tokens)
+
+    def record(self, world: int) -> dict[str, float]:
+        red = dist.all_reduce([getattr(self, k) for k in self.WEIGHTED] + [self.tokens, self.loss])
+        rec = {k: v / max(red[-2], 1.0) for k, v in zip(self.WEIGHTED, red, strict=False)}
+        # each rank's loss is world x its share of the global sum: the batch loss is the rank mean
+        rec["loss"] = red[-1] / world
+        rec["grad_norm"] = self.grad_norm
+        return rec
+
+    @classmethod
+    def empty(cls) -> dict[str, float]:
+        return {**dict.fromkeys(cls.WEIGHTED, 0.0), "loss": 0.0, "grad_norm": 0.0}
+
+
 def _max(default: float = 0.0) -> Any:
     return field(default=default, metadata={"reduce": "max"})
 

@@ -33,7 +33,7 @@ from .groups import keep_groups
 from .hf_data import StreamingTaskStream, load_split, streaming_eval
 from .loss import batch_std, group_advantages, grpo_loss, truncated_is_weights
 from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
-from .metrics import MetricsLogger, StepStats, peak_memory_mb
+from .metrics import MetricsLogger, StepStats, UpdateStats, peak_memory_mb
 from .model import (
     autocast_ctx,
     build_reference,
@@ -303,8 +303,7 @@ class GRPOTrainer:
 
         # update: global normalisers so micro-batches and ranks add up to the loss of the whole batch
         n_seqs, n_tokens = dist.all_reduce([st.kept_seqs, st.loss_tokens])
-        upd = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
-               "grad_norm": 0.0, "ratio_mean": 0.0}
+        upd = UpdateStats.empty()
         t_upd = time.perf_counter()
         if n_seqs > 0:
             upd = self._update(seqs, n_seqs, n_tokens)
@@ -369,9 +368,7 @@ class GRPOTrainer:
         norm_seqs = n_seqs / self.world
         norm_tokens = n_tokens / self.world
         pad = self.tokenizer.pad_token_id
-        stats = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
-                 "ratio_mean": 0.0, "grad_norm": 0.0}
-        tok_total = 0
+        stats = UpdateStats()
         for _it in range(cfg.num_iterations):
             self.optimizer.zero_grad(set_to_none=True)
             for ci, chunk in enumerate(passes):
@@ -410,27 +407,17 @@ class GRPOTrainer:
                         importance_sampling_level=cfg.importance_sampling_level, is_weights=isw,
                     )
                     out.loss.backward()
-                    stats["loss"] += float(out.loss.detach()) / cfg.num_iterations
-                    w = out.num_tokens
-                    tok_total += w
-                    for k in ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean"):
-                        stats[k] += getattr(out, k) * w
+                    stats.add(out, cfg.num_iterations)
             params = [p for _, p in trainable_parameters(self.policy)]
             if cfg.max_grad_norm > 0:
                 gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             else:
                 gn = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in params if p.grad is not None))
-            stats["grad_norm"] = float(sharding.full_tensor(gn))  # FSDP: a DTensor over the shards
+            stats.grad_norm = float(sharding.full_tensor(gn))  # FSDP: a DTensor over the shards
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        keys = ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean")
-        red = dist.all_reduce([stats[k] for k in keys] + [float(tok_total), stats["loss"]])
-        for k, v in zip(keys, red, strict=False):
-            stats[k] = v / max(red[len(keys)], 1.0)
-        # each rank's loss is world * (its share of the global sum): the batch loss is the rank mean
-        stats["loss"] = red[-1] / self.world
-        return stats
+        return stats.record(self.world)
 
     # ------------------------------------------------------------------------------- eval
     def evaluate(self, tag: str = "eval", group_check: bool = False) -> dict[str, Any]:
