@@ -1,5 +1,10 @@
 """Checkpoints: trainable weights (full model or LoRA adapters), optimizer, scheduler, RNG,
-step and data position, written atomically under ``<state_dir>/checkpoints/step-NNNNNN``."""
+step and data position, written atomically under ``<state_dir>/checkpoints/step-NNNNNN``.
+
+Unsharded (one process, DDP): rank 0 writes ``trainable.safetensors`` and ``optimizer.pt``.
+FSDP2: every rank writes its own shards of the trainable weights and optimizer state with
+``torch.distributed.checkpoint`` into ``sharded/`` (no rank ever holds the whole state), rank 0
+the scheduler and the state file; loading reads the shards back into the same layout."""
 
 from __future__ import annotations
 
@@ -71,6 +76,51 @@ def write_main(
     save_file(tensors, str(tmp / "trainable.safetensors"))
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
     (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
+
+
+SHARDED_DIR = "sharded"
+
+
+def _trainable_names(model: torch.nn.Module) -> set[str]:
+    return {n for n, p in model.named_parameters() if p.requires_grad}
+
+
+def write_sharded(tmp: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Every rank: its shards of the trainable weights and of the optimizer state (DCP)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    msd, osd = get_state_dict(model, optimizer)
+    keep = _trainable_names(model)
+    dcp.save({"model": {k: v for k, v in msd.items() if k in keep}, "optim": osd},
+             checkpoint_id=str(tmp / SHARDED_DIR))
+
+
+def write_scheduler(tmp: Path, scheduler: Any, state: dict[str, Any]) -> None:
+    torch.save({"scheduler": scheduler.state_dict()}, tmp / "optimizer.pt")
+    (tmp / STATE_FILE).write_text(json.dumps(state, indent=1))
+
+
+def load_sharded(path: Path, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
+                 rank: int) -> dict[str, Any]:
+    """Every rank: read its shards back (the checkpoint's world size must match)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict, set_state_dict
+
+    if not (path / SHARDED_DIR).is_dir():
+        raise RuntimeError(f"checkpoint {path} is not sharded (written without FSDP); resume it with parallelism=ddp")
+    msd, osd = get_state_dict(model, optimizer)
+    keep = _trainable_names(model)
+    state = {"model": {k: v for k, v in msd.items() if k in keep}, "optim": osd}
+    dcp.load(state, checkpoint_id=str(path / SHARDED_DIR))
+    set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"],
+                   options=StateDictOptions(strict=False))
+    opt = torch.load(path / "optimizer.pt", map_location="cpu", weights_only=False)
+    scheduler.load_state_dict(opt["scheduler"])
+    rng_file = path / f"rng-rank{rank}.pt"
+    if rng_file.exists():
+        set_rng_state(torch.load(rng_file, weights_only=False))
+    return json.loads((path / STATE_FILE).read_text())
 
 
 def finalize(state_dir: str | Path, tmp: Path, step: int, keep: int) -> Path:

@@ -1,7 +1,13 @@
 """Trainer configuration: one pydantic model, loaded from YAML and overridden by flags.
 
-Every field has the reference default from the GRPO papers / TRL where one exists. Invalid
-settings raise :class:`ConfigError` with one line per problem before any model is loaded.
+Defaults follow the GRPO papers, and TRL where the papers are silent. Three follow the papers
+where TRL's GRPOConfig (1.16) does not: ``loss_type="grpo"`` (DeepSeekMath's mean over
+each sequence's tokens, then over sequences; TRL defaults to ``dapo``, the token-level mean over
+the batch, which is also the exact normalisation of this trainer's ``loss_type=dapo``),
+``kl_coeff=0.04`` (DeepSeekMath's beta; TRL defaults to ``beta=0.0``) and
+``max_completion_length=2048`` (TRL: 512). ``group_size=8``, ``clip_ratio=0.2``,
+``temperature=1.0``, ``learning_rate=1e-6`` and ``scale_rewards=group`` agree with TRL.
+Invalid settings raise :class:`ConfigError` with one line per problem before any model is loaded.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .hf_data import DatasetConfig
 
 
 class ConfigError(ValueError):
@@ -28,6 +36,37 @@ class LoraConfig(BaseModel):
     target_modules: list[str] = Field(
         default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     )
+
+
+class RewardSource(BaseModel):
+    """One term of the reward: ``reward = sum(weight * source)`` over the configured sources.
+
+    ``kind=server``: the verifier server's reward (``/v1/score``; an ``infra_error`` there drops the
+    completion from its group). ``kind=python``: ``fn`` names ``module:function`` called as
+    ``fn(completions, tasks=..., completion_lengths=..., truncated=..., max_completion_length=...,
+    **kwargs) -> list[float | None]`` (None: not applicable, counts 0); bundled ones are in
+    :mod:`trainer.reward_fns`.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(..., min_length=1, pattern=r"^[A-Za-z0-9_.-]+$")
+    kind: Literal["server", "python"] = "python"
+    fn: str | None = Field(None, description="module:function for kind=python")
+    weight: float = 1.0
+    kwargs: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> RewardSource:
+        if self.kind == "python" and (not self.fn or ":" not in self.fn):
+            raise ValueError(f"reward source {self.name!r}: kind=python needs fn='module:function'")
+        if self.kind == "server" and self.fn:
+            raise ValueError(f"reward source {self.name!r}: kind=server takes no fn")
+        return self
+
+
+def _default_sources() -> list[RewardSource]:
+    return [RewardSource(name="verifier", kind="server")]
 
 
 class TrainConfig(BaseModel):
@@ -47,12 +86,20 @@ class TrainConfig(BaseModel):
     )
     device: str = Field("auto", description="auto | cpu | cuda | cuda:N (under torchrun: cuda:LOCAL_RANK)")
     bf16_autocast: bool = Field(True, description="bf16 autocast for forward passes on GPU (ignored on CPU)")
-    gradient_checkpointing: bool = False
+    gradient_checkpointing: bool = Field(False, description="recompute activations in backward (less memory)")
+    parallelism: Literal["ddp", "fsdp"] = Field(
+        "ddp", description="under torchrun: ddp = replicated weights; fsdp = FSDP2 fully_shard (parameters, "
+        "gradients and optimizer state sharded: ZeRO-3's role) with sharded checkpoints")
+    fsdp_param_dtype: Literal["auto", "float32", "bfloat16"] = Field(
+        "auto", description="FSDP2 MixedPrecisionPolicy param_dtype (gradients reduce in float32); auto = bfloat16 "
+        "on CUDA, float32 on CPU")
     lora: LoraConfig = Field(default_factory=LoraConfig)
     system_prompt: str | None = None
 
     # --- data ------------------------------------------------------------------------------
     tasks: str = Field("arithmetic", description="arithmetic | code | mixed | path to a JSONL of {prompt, task}")
+    dataset: DatasetConfig | None = Field(
+        None, description="tasks from HF datasets (local JSONL/Parquet/Arrow) with a column mapping; replaces `tasks`")
     num_train_tasks: int = Field(2000, gt=0, description="size of generated training set (generators only)")
     num_eval_tasks: int = Field(64, ge=0, description="held-out tasks (split off with data_seed)")
     data_seed: int = 1234
@@ -60,16 +107,38 @@ class TrainConfig(BaseModel):
         "standard", description="bundled arithmetic generator: standard (1-3 steps, up to 2-digit) | easy (one-step "
         "sums/differences of small numbers)")
 
+    # --- generation ------------------------------------------------------------------------
+    generation_backend: Literal["generate", "vllm"] = Field(
+        "generate", description="generate = model.generate; vllm = vLLM colocated on the trainer's GPU (the vllm "
+        "extra; falls back to generate, with a message, where vLLM or CUDA is absent)")
+    vllm_gpu_memory_utilization: float = Field(0.3, gt=0.0, lt=1.0, description="vLLM's share of GPU memory")
+    vllm_sleep: bool = Field(True, description="vLLM frees its weights and KV cache between rollouts (sleep mode)")
+    tis_cap: float | None = Field(
+        None, gt=0.0, description="truncated importance sampling: weight each token's surrogate by "
+        "min(pi_trainer / pi_sampler, tis_cap) when the backend reports its log-probs (vLLM); None = off")
+
     # --- GRPO ------------------------------------------------------------------------------
     group_size: int = Field(8, description="completions sampled per prompt (G)")
     clip_ratio: float = Field(0.2, description="PPO clip epsilon (lower side, and upper unless clip_ratio_high)")
     clip_ratio_high: float | None = Field(None, description="DAPO clip-higher upper epsilon; default clip_ratio")
     kl_coeff: float = Field(0.04, description="beta of the k3 KL to the reference; 0 = no reference model")
     epsilon: float = Field(1e-8, description="added to the group std in the advantage denominator")
-    scale_rewards: bool | None = Field(
-        None, description="divide advantages by group std; default True, False for dr_grpo"
+    scale_rewards: Literal["group", "batch", "none"] | bool | None = Field(
+        None, description="divide advantages by the group std (group), the batch std (batch) or not (none); "
+        "default group, none for dr_grpo; true/false = group/none"
     )
     loss_type: Literal["grpo", "dr_grpo", "dapo"] = "grpo"
+    importance_sampling_level: Literal["token", "sequence"] = Field(
+        "token", description="token = per-token ratio (GRPO); sequence = GSPO's length-normalised sequence ratio"
+    )
+    mask_truncated_completions: bool = Field(
+        False, description="truncated completions count in their group's advantages but not in the loss (DAPO)"
+    )
+    overlong_buffer: int = Field(
+        0, ge=0, description="DAPO soft overlong punishment: the last N tokens before max_completion_length get a "
+        "linear penalty down to -overlong_penalty (a reward source named 'overlong'); 0 = off"
+    )
+    overlong_penalty: float = Field(1.0, ge=0.0, description="penalty at max_completion_length (DAPO: 1.0)")
     max_completion_length: int = 2048
     max_prompt_length: int = Field(1024, gt=0)
     temperature: float = 1.0
@@ -117,6 +186,13 @@ class TrainConfig(BaseModel):
     export_final: bool = Field(True, description="save_pretrained the trained model (LoRA: the adapter) to <state_dir>/final")
     resume: bool = False
     tensorboard: bool = False
+    report_to: list[Literal["wandb", "trackio"]] = Field(
+        default_factory=list, description="also log to these trackers (each optional: skipped with a message "
+        "where not installed)")
+    project: str = Field("verireward-grpo", description="wandb / trackio project name")
+    completions_table: bool = Field(
+        False, description="write each eval's (prompt, completion, reward, sources, flags) rows to "
+        "<state_dir>/completions/<tag>-step<N>.jsonl")
     progress_bar: bool = True
 
     # --- reward server ---------------------------------------------------------------------
@@ -124,7 +200,10 @@ class TrainConfig(BaseModel):
     reward_token: str | None = None
     reward_timeout_s: float = Field(120.0, gt=0)
     reward_max_batch: int = Field(256, gt=0)
-    reward_weights: dict[str, float] | None = None
+    reward_weights: dict[str, float] | None = Field(
+        None, description="the server's own shaping weights (sent with each /v1/score call)")
+    reward_sources: list[RewardSource] = Field(
+        default_factory=_default_sources, description="weighted reward terms; default: the verifier server alone")
 
     # --- cost ------------------------------------------------------------------------------
     price_per_hour: float = Field(0.0, ge=0.0, description="USD per hour per process (GPU)")
@@ -171,8 +250,18 @@ class TrainConfig(BaseModel):
             errs.append(f"num_iterations must be >= 1, got {self.num_iterations}")
         if self.max_cost_usd is not None and self.price_per_hour <= 0:
             errs.append("max_cost_usd needs price_per_hour > 0 to compute the cost")
-        if not self.reward_url:
+        if not self.reward_url and any(r.kind == "server" for r in self.reward_sources):
             errs.append("reward_url must name at least one reward server")
+        if sum(r.kind == "server" for r in self.reward_sources) > 1:
+            errs.append("reward_sources: at most one kind=server source (the server's own weights are reward_weights)")
+        names = [r.name for r in self.all_reward_sources]
+        if len(set(names)) != len(names):
+            errs.append(f"reward_sources names must be unique, got {names}")
+        if not self.reward_sources:
+            errs.append("reward_sources must name at least one source")
+        if self.overlong_buffer >= self.max_completion_length:
+            errs.append(f"overlong_buffer ({self.overlong_buffer}) must be below max_completion_length "
+                        f"({self.max_completion_length})")
         if self.dtype == "float16" and self.device == "cpu":
             errs.append("dtype float16 is not supported on cpu; use float32 or bfloat16")
         if errs:
@@ -189,10 +278,31 @@ class TrainConfig(BaseModel):
 
     # -----------------------------------------------------------------------------------
     @property
+    def reward_scaling(self) -> Literal["group", "batch", "none"]:
+        """The advantage denominator: ``scale_rewards`` resolved (bools and the dr_grpo default)."""
+        s = self.scale_rewards
+        if s is None:
+            return "none" if self.loss_type == "dr_grpo" else "group"
+        if isinstance(s, bool):
+            return "group" if s else "none"
+        return s
+
+    @property
     def scale_by_std(self) -> bool:
-        if self.scale_rewards is not None:
-            return self.scale_rewards
-        return self.loss_type != "dr_grpo"
+        return self.reward_scaling != "none"
+
+    @property
+    def all_reward_sources(self) -> list[RewardSource]:
+        """``reward_sources`` plus the soft overlong penalty when ``overlong_buffer`` > 0."""
+        out = list(self.reward_sources)
+        if self.overlong_buffer > 0:
+            out.append(RewardSource(name="overlong", fn="trainer.reward_fns:soft_overlong", weight=1.0,
+                                    kwargs={"buffer": self.overlong_buffer, "penalty": self.overlong_penalty}))
+        return out
+
+    @property
+    def uses_server(self) -> bool:
+        return any(r.kind == "server" for r in self.reward_sources)
 
     @property
     def clip_high(self) -> float:

@@ -44,6 +44,11 @@ DEMO_DEFAULTS: dict[str, Any] = {
     "lora": {"enabled": True, "r": 16, "alpha": 32},
     "learning_rate": 3e-4,
     "kl_coeff": 0.0,  # no reference forward pass: the run is too short to drift far
+    # DAPO's soft overlong punishment over the last 24 of the 64 tokens (down to -0.5 at the cap): a third
+    # of seeds drifted into long, truncated answers that score 0 like wrong ones, so a group of rambles had
+    # no gradient back towards short answers; the penalty grades them by length
+    "overlong_buffer": 24,
+    "overlong_penalty": 0.5,
     "min_group_std": 0.05,
     "max_refill_rounds": 0,
     "eval_every": 0,
@@ -103,6 +108,12 @@ def stop_server(proc: subprocess.Popen) -> None:
         proc.wait(timeout=5)
 
 
+def _verifier(rec: dict[str, Any] | None) -> float | None:
+    if not rec:
+        return None
+    return rec.get("reward/verifier", rec.get("reward_mean"))
+
+
 def _fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:.3f}"
 
@@ -110,7 +121,7 @@ def _fmt(x: float | None) -> str:
 def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: str, sandbox: str,
              num_eval: int, overrides: dict[str, Any]) -> int:
     from .config import load_config
-    from .metrics import plot_metrics
+    from .metrics import plot_metrics, read_metrics
     from .trainer import GRPOTrainer
 
     root = Path(state_dir)
@@ -147,12 +158,17 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
                 tr.close()
             png = plot_metrics(sd / "metrics.jsonl", sd / "reward.png", f"GRPO demo, seed {seed}")
             shared_baseline = res.get("baseline")
-            b = (res.get("baseline") or {}).get("reward_mean")
-            f = (res.get("final") or {}).get("reward_mean")
+            # the verifier's share of correct answers, not the shaped total (which includes the penalty)
+            b = _verifier(res.get("baseline"))
+            f = _verifier(res.get("final"))
+            train = [r for r in read_metrics(sd / "metrics.jsonl") if r.get("kind") == "train"]
+            trunc = (train[0]["truncated_share"], train[-1]["truncated_share"]) if train else (None, None)
             results.append({"seed": seed, "baseline": b, "final": f, "steps": res["step"],
+                            "truncated_first": trunc[0], "truncated_last": trunc[1],
                             "wall_s": time.perf_counter() - t0, "plot": str(png)})
             print(f"seed {seed}: held-out reward baseline {_fmt(b)} -> final {_fmt(f)} "
-                  f"({res['step']} steps, {time.perf_counter() - t0:.0f}s)  plot: {png}", flush=True)
+                  f"({res['step']} steps, {time.perf_counter() - t0:.0f}s, truncated {_fmt(trunc[0])} -> "
+                  f"{_fmt(trunc[1])})  plot: {png}", flush=True)
     finally:
         if proc is not None:
             stop_server(proc)

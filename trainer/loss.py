@@ -12,22 +12,32 @@ from typing import Literal
 import torch
 
 LossType = Literal["grpo", "dr_grpo", "dapo"]
+Scaling = Literal["group", "batch", "none"]
+ISLevel = Literal["token", "sequence"]
 
 
 def group_advantages(
     rewards: torch.Tensor,
     group_ids: torch.Tensor,
     epsilon: float = 1e-8,
-    scale: bool = True,
+    scale: Scaling | bool = "group",
+    batch_std: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``A_i = (r_i - mean(r_g)) / (std(r_g) + epsilon)`` for every group ``g``.
+    """``A_i = (r_i - mean(r_g)) / (s + epsilon)`` for every group ``g``.
 
-    Groups may have different sizes (infra errors are dropped before this). ``std`` is the
-    sample (n-1) standard deviation, as in TRL; a group of one has std 0 and advantage 0.
-    With ``scale=False`` (Dr. GRPO) the advantage is ``r_i - mean(r_g)``.
-    Returns ``(advantages [B], std per item [B])``.
+    ``scale`` picks ``s`` (TRL's ``scale_rewards``): ``group`` = the group's std (DeepSeekMath),
+    ``batch`` = the std of every reward in the batch (``batch_std``, or of ``rewards`` when None:
+    the trainer passes the std over all ranks), ``none`` = no division (Dr. GRPO). The centre is
+    always the group mean. ``std`` is the sample (n-1) standard deviation, as in TRL; a group of
+    one has std 0 and advantage 0. ``True``/``False`` mean ``group``/``none``.
+    Returns ``(advantages [B], group std per item [B])``.
     """
+    mode = {True: "group", False: "none"}.get(scale, scale) if isinstance(scale, bool) else scale
+    if mode not in ("group", "batch", "none"):
+        raise ValueError(f"scale must be group | batch | none, not {scale!r}")
     rewards = rewards.to(torch.float64)
+    if mode == "batch" and batch_std is None:
+        batch_std = float(rewards.std(unbiased=True)) if rewards.numel() > 1 else 0.0
     adv = torch.zeros_like(rewards)
     std_per_item = torch.zeros_like(rewards)
     for g in torch.unique(group_ids):
@@ -36,12 +46,21 @@ def group_advantages(
         mean = r.mean()
         std = r.std(unbiased=True) if r.numel() > 1 else torch.zeros((), dtype=r.dtype)
         a = r - mean
-        if scale:
-            denom = std + epsilon
-            a = a / denom if float(denom) > 0 else torch.zeros_like(a)
+        if mode != "none":
+            denom = (float(std) if mode == "group" else float(batch_std)) + epsilon
+            a = a / denom if denom > 0 else torch.zeros_like(a)
         adv[idx] = a
         std_per_item[idx] = std
     return adv.to(torch.float32), std_per_item.to(torch.float32)
+
+
+def batch_std(total: float, total_sq: float, n: float) -> float:
+    """Sample std of ``n`` values from their sum and sum of squares (0 for fewer than two): the
+    ``batch`` scale over every rank from three all-reduced numbers."""
+    if n < 2:
+        return 0.0
+    mean = total / n
+    return float(max(0.0, (total_sq - n * mean * mean) / (n - 1)) ** 0.5)
 
 
 def group_std(rewards: list[float]) -> float:
@@ -49,6 +68,12 @@ def group_std(rewards: list[float]) -> float:
     if len(rewards) < 2:
         return 0.0
     return float(torch.tensor(rewards, dtype=torch.float64).std(unbiased=True))
+
+
+def truncated_is_weights(old_logp: torch.Tensor, rollout_logp: torch.Tensor, cap: float) -> torch.Tensor:
+    """Truncated importance-sampling weights ``min(exp(old_logp - rollout_logp), cap)`` per token:
+    the trainer's log-probs of the sampled tokens over the sampler's, capped (TIS)."""
+    return torch.clamp(torch.exp(old_logp.float() - rollout_logp.float()), max=cap)
 
 
 def k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
@@ -117,16 +142,34 @@ def grpo_loss(
     max_completion_length: int = 2048,
     num_seqs: float | None = None,
     num_tokens: float | None = None,
+    importance_sampling_level: ISLevel = "token",
+    is_weights: torch.Tensor | None = None,
 ) -> LossOutput:
-    """Clipped surrogate ``-min(rho*A, clip(rho, 1-eps_lo, 1+eps_hi)*A) + beta*KL_k3`` per token."""
+    """Clipped surrogate ``-min(rho*A, clip(rho, 1-eps_lo, 1+eps_hi)*A) + beta*KL_k3`` per token.
+
+    ``importance_sampling_level="sequence"`` is GSPO (Zheng et al. 2025, eq. 7): one ratio per
+    sequence, ``s_i = exp(mean_t(logp - old_logp))`` over its masked tokens, clipped as a whole
+    and broadcast to its tokens (gradient flows through every token's log-prob). ``is_weights``
+    ``[B, T]`` (detached) multiplies the surrogate per token: the truncated importance-sampling
+    correction ``min(pi_old_trainer / pi_rollout, C)`` for a rollout engine whose log-probs
+    differ from the trainer's (Yao et al. 2025); the KL term is not weighted.
+    """
     clip_hi = clip_ratio if clip_ratio_high is None else clip_ratio_high
     logp = logp.float()
     old_logp = old_logp.float()
     adv = advantages.float().unsqueeze(1)
-    ratio = torch.exp(logp - old_logp)
+    log_ratio = logp - old_logp
+    if importance_sampling_level == "sequence":
+        mf = mask.to(log_ratio.dtype)
+        log_ratio = ((log_ratio * mf).sum(dim=1) / mf.sum(dim=1).clamp(min=1.0)).unsqueeze(1).expand_as(logp)
+    elif importance_sampling_level != "token":
+        raise ValueError(f"importance_sampling_level must be token | sequence, not {importance_sampling_level!r}")
+    ratio = torch.exp(log_ratio)
     surr1 = ratio * adv
     surr2 = torch.clamp(ratio, 1.0 - clip_ratio, 1.0 + clip_hi) * adv
     per_token = -torch.minimum(surr1, surr2)
+    if is_weights is not None:
+        per_token = per_token * is_weights.detach().float()
     kl_tok = None
     if ref_logp is not None and kl_coeff > 0:
         kl_tok = k3_kl(logp, ref_logp.float())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import importlib.util
-import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +86,10 @@ def load_policy(cfg: TrainConfig, device: torch.device):
     model = AutoModelForCausalLM.from_pretrained(path, dtype=weight_dtype(cfg), **kwargs)
     model.to(device)
     if cfg.gradient_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if hasattr(model, "activation_checkpointing_enable"):  # transformers >= 5 (the old name warns)
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         model.config.use_cache = False
     if cfg.lora.enabled:
         from peft import LoraConfig as PeftLoraConfig
@@ -106,7 +109,12 @@ def load_policy(cfg: TrainConfig, device: torch.device):
             target_modules=targets,
             task_type="CAUSAL_LM",
         )
-        model = get_peft_model(model, pcfg)
+        with warnings.catch_warnings():
+            # peft 0.21 reads transformers 5's deprecated `is_gradient_checkpointing` alias; the
+            # FutureWarning is about their pairing, not this run (the demo shows FutureWarnings)
+            warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated",
+                                    category=FutureWarning)
+            model = get_peft_model(model, pcfg)
         if cfg.gradient_checkpointing:
             model.enable_input_require_grads()
     model.train()
@@ -143,8 +151,3 @@ def reference_mode(ref, policy):
 
 def trainable_parameters(model) -> list[tuple[str, torch.nn.Parameter]]:
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
-
-
-def world_info() -> tuple[int, int, int]:
-    """(rank, world_size, local_rank) from torchrun's environment."""
-    return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))

@@ -126,3 +126,116 @@ class WaitClock:
             return fut.result(timeout=timeout)
         finally:
             self.waited += time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------------------------
+# several weighted reward sources
+
+
+@dataclass
+class Scored:
+    """One completion's reward from every source: ``reward = sum(weight * value)``; ``ok`` False
+    when the server source had an infra error (the completion then leaves its group)."""
+
+    reward: float | None
+    sources: dict[str, float | None]
+    flags: list[str]
+    ok: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _import_fn(spec: str) -> Callable[..., list[Any]]:
+    import importlib
+
+    mod, _, name = spec.partition(":")
+    try:
+        fn = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError) as e:
+        raise RuntimeError(f"reward source fn {spec!r} cannot be imported: {e}") from None
+    if not callable(fn):
+        raise RuntimeError(f"reward source fn {spec!r} is not callable")
+    return fn
+
+
+class MixedFuture:
+    """The server's future (or none) plus the Python sources computed at submit time; ``result``
+    combines them into :class:`Scored` values."""
+
+    def __init__(self, mixer: RewardMixer, server_fut: cf.Future | None, local: dict[str, list[float | None]],
+                 n: int):
+        self._mixer, self._fut, self._local, self._n = mixer, server_fut, local, n
+
+    def result(self, timeout: float | None = None) -> list[Scored]:
+        server = self._fut.result(timeout=timeout) if self._fut is not None else None
+        if server is not None and len(server) != self._n:
+            raise RuntimeError(f"reward server returned {len(server)} results for {self._n} items")
+        return self._mixer.combine(server, self._local, self._n)
+
+
+class RewardMixer:
+    """The configured reward sources over one batch of completions.
+
+    Python sources run in the caller's thread at ``submit`` (they are meant to be cheap: format,
+    length); the server source is one ``/v1/score`` call through ``server`` that overlaps
+    generation as before. A Python source's value of None counts 0 and is left out of its metric.
+    """
+
+    def __init__(self, sources: list[Any], server: Scorer | None, max_completion_length: int):
+        self.sources = sources
+        self.server = server
+        self.max_completion_length = max_completion_length
+        self._fns = {s.name: _import_fn(s.fn) for s in sources if s.kind == "python"}
+        if any(s.kind == "server" for s in sources) and server is None:
+            raise RuntimeError("a kind=server reward source needs a scorer")
+
+    @property
+    def names(self) -> list[str]:
+        return [s.name for s in self.sources]
+
+    def submit(self, items: list[dict[str, Any]], lengths: list[int], truncated: list[bool],
+               prompts: list[str] | None = None) -> MixedFuture:
+        """``items`` are the server's ``{id, completion, task}``; ``lengths`` in tokens."""
+        n = len(items)
+        fut = None
+        if any(s.kind == "server" for s in self.sources):
+            assert self.server is not None
+            fut = self.server.submit(items)
+        completions = [it["completion"] for it in items]
+        kw = {"tasks": [it["task"] for it in items], "prompts": prompts, "completion_lengths": lengths,
+              "truncated": truncated, "max_completion_length": self.max_completion_length}
+        local: dict[str, list[float | None]] = {}
+        for s in self.sources:
+            if s.kind != "python":
+                continue
+            vals = list(self._fns[s.name](completions, **kw, **s.kwargs))
+            if len(vals) != n:
+                raise RuntimeError(f"reward source {s.name!r} returned {len(vals)} values for {n} completions")
+            local[s.name] = [None if v is None else float(v) for v in vals]
+        return MixedFuture(self, fut, local, n)
+
+    def combine(self, server: list[Score] | None, local: dict[str, list[float | None]], n: int) -> list[Scored]:
+        out: list[Scored] = []
+        for i in range(n):
+            values: dict[str, float | None] = {}
+            ok = True
+            flags: list[str] = []
+            detail: dict[str, Any] = {}
+            total = 0.0
+            for s in self.sources:
+                if s.kind == "server":
+                    sc = server[i]  # type: ignore[index]
+                    detail = sc.detail
+                    raw = sc.detail.get("flags") if isinstance(sc.detail, dict) else None
+                    flags = sorted({f for f in raw if isinstance(f, str)}) if isinstance(raw, list) else []
+                    if not sc.ok:
+                        ok = False
+                        values[s.name] = None
+                        continue
+                    v: float | None = float(sc.reward)  # type: ignore[arg-type]
+                else:
+                    v = local[s.name][i]
+                values[s.name] = v
+                if v is not None:
+                    total += s.weight * v
+            out.append(Scored(total if ok else None, values, flags, ok, detail))
+        return out

@@ -21,6 +21,7 @@ class Sequence:
     advantage: float = 0.0
     old_logp: torch.Tensor | None = None  # [T]
     ref_logp: torch.Tensor | None = None  # [T]
+    rollout_logp: torch.Tensor | None = None  # [T] the sampler's own log-probs (vLLM), for TIS
     extra: dict = field(default_factory=dict)
 
 

@@ -1,15 +1,18 @@
 """The GRPO training loop.
 
-One step: take ``prompts_per_step`` prompts (this rank's shard), sample ``group_size``
-completions each, score them on the reward server while the next chunk is generated, drop
-``infra_error`` items from their groups, drop groups whose reward std is below
-``min_group_std`` (optionally refilling with more prompts), compute group advantages, old and
-reference log-probs for what is kept, and take ``num_iterations`` optimizer steps on the
-clipped surrogate + k3 KL.
+One step (``train_step``), top to bottom: take ``prompts_per_step`` prompts (this rank's shard)
+-> rollout: sample ``group_size`` completions each and score them with every reward source
+while the next chunk is generated -> keep groups: drop ``infra_error`` items from their groups
+and groups whose reward std is below ``min_group_std`` (optionally refilling with more prompts)
+-> advantages (``scale_rewards``) -> update: old and reference log-probs for what is kept, then
+``num_iterations`` optimizer steps on the clipped surrogate + k3 KL -> record the step's
+:class:`~trainer.metrics.StepStats`, reduced over ranks.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
 import sys
@@ -21,13 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
 from . import checkpoint as ckpt
+from . import dist, sharding
 from .config import TrainConfig, dump_config
-from .loss import group_advantages, group_std, grpo_loss
+from .generation import make_generator
+from .groups import keep_groups
+from .hf_data import StreamingTaskStream, load_split, streaming_eval
+from .loss import batch_std, group_advantages, grpo_loss, truncated_is_weights
 from .memory import peak_rss_mb, reset_peak_rss, rss_mb, trim_heap
-from .metrics import MetricsLogger, peak_memory_mb
+from .metrics import MetricsLogger, StepStats, UpdateStats, peak_memory_mb
 from .model import (
     autocast_ctx,
     build_reference,
@@ -36,10 +42,9 @@ from .model import (
     pick_device,
     reference_mode,
     trainable_parameters,
-    world_info,
 )
-from .rewards import HttpScorer, Score, Scorer, WaitClock
-from .rollout import Sequence, collate, fill_logprobs, generate, pad_rows, render_prompts, token_logprobs
+from .rewards import HttpScorer, RewardMixer, Scored, Scorer, WaitClock
+from .rollout import Sequence, collate, fill_logprobs, pad_rows, render_prompts, token_logprobs
 from .tasks import TaskItem, TaskStream, build_split
 
 LOW_VARIANCE_WARN_SHARE = 0.9
@@ -53,6 +58,23 @@ def _log(msg: str) -> None:
     print(f"[grpo] {msg}", file=sys.stderr, flush=True)
 
 
+def task_source(cfg: TrainConfig, train_items: list[TaskItem] | None, eval_items: list[TaskItem] | None
+                ) -> tuple[TaskStream | StreamingTaskStream, list[TaskItem], list[TaskItem]]:
+    """(training stream, training items, held-out items): the given lists, else a streamed
+    dataset, an in-memory dataset, or the bundled generators / JSONL of ``cfg.tasks``."""
+    if train_items is None and cfg.dataset is not None and cfg.dataset.streaming:
+        held = eval_items if eval_items is not None else streaming_eval(cfg.dataset, cfg.num_eval_tasks)
+        return StreamingTaskStream(cfg.dataset, cfg.num_eval_tasks, cfg.seed), [], held
+    if train_items is None:
+        if cfg.dataset is not None:
+            train_items, built = load_split(cfg.dataset, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed)
+        else:
+            train_items, built = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed,
+                                             cfg.arith_difficulty)
+        eval_items = built if eval_items is None else eval_items
+    return TaskStream(train_items, seed=cfg.seed), train_items, eval_items or []
+
+
 class GRPOTrainer:
     def __init__(
         self,
@@ -64,20 +86,20 @@ class GRPOTrainer:
         eval_items: list[TaskItem] | None = None,
         step_hook: Callable[[GRPOTrainer, dict[str, Any]], None] | None = None,
     ):
+        """``scorer`` is the server source's scorer (default: HTTP to ``reward_url``); it is only
+        used when ``reward_sources`` has a ``kind: server`` entry."""
         self.cfg = cfg
-        self.rank, self.world, self.local_rank = world_info()
+        self.rank, self.world, self.local_rank = dist.world_info()
         self.device = pick_device(cfg.device, self.local_rank)
-        self.distributed = self.world > 1
-        if self.distributed and not dist.is_initialized():
-            dist.init_process_group(backend="nccl" if self.device.type == "cuda" else "gloo")
-            if self.device.type == "cuda":
-                torch.cuda.set_device(self.device)
+        self.distributed = dist.init(self.device)
         self.is_main = self.rank == 0
         self.step_hook = step_hook
         self.autocast_enabled = cfg.bf16_autocast and self.device.type == "cuda"
 
         # identical initialisation on every rank (LoRA init is random), then a per-rank sampling stream
         torch.manual_seed(cfg.seed)
+        if model is None and self.is_main:
+            _log(f"loading {cfg.model} ({'LoRA' if cfg.lora.enabled else 'full fine-tuning'}, device {self.device})")
         self.tokenizer = tokenizer if tokenizer is not None else load_tokenizer(cfg)
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -85,6 +107,17 @@ class GRPOTrainer:
         self.policy.to(self.device)
         self.policy.train()
         self.ref = build_reference(cfg, self.policy)
+        self.generator = make_generator(cfg, self.policy, self.tokenizer, lambda: self.autocast, self.device,
+                                        _log if self.is_main else (lambda m: None))
+        self.fsdp = self.distributed and cfg.parallelism == "fsdp"
+        if self.fsdp:  # shard before the optimizer is built: its state then lives on the shards
+            pdt = {"auto": torch.bfloat16 if self.device.type == "cuda" else None, "float32": None,
+                   "bfloat16": torch.bfloat16}[cfg.fsdp_param_dtype]
+            sharding.shard(self.policy, self.device, pdt)
+            if self.ref is not None and self.ref is not self.policy:
+                sharding.shard(self.ref, self.device, pdt)
+        elif cfg.parallelism == "fsdp" and self.is_main:
+            _log("parallelism=fsdp in a single process: nothing to shard, training unsharded")
         torch.manual_seed(cfg.seed * 1009 + self.rank)
 
         params = [p for _, p in trainable_parameters(self.policy)]
@@ -98,28 +131,25 @@ class GRPOTrainer:
             self.optimizer, lambda s: min(1.0, (s + 1) / warm) if warm > 0 else 1.0
         )
         self.model = self.policy
-        if self.distributed:
+        if self.distributed and not self.fsdp:
             from torch.nn.parallel import DistributedDataParallel as DDP
 
             self.model = DDP(self.policy, device_ids=[self.device.index] if self.device.type == "cuda" else None)
 
-        if train_items is None:
-            train_items, built_eval = build_split(cfg.tasks, cfg.num_train_tasks, cfg.num_eval_tasks, cfg.data_seed,
-                                                 cfg.arith_difficulty)
-            if eval_items is None:
-                eval_items = built_eval
-        self.train_items = train_items
-        self.eval_items = eval_items or []
-        self.stream = TaskStream(self.train_items, seed=cfg.seed)
+        self.stream, self.train_items, self.eval_items = task_source(cfg, train_items, eval_items)
 
-        self._own_scorer = scorer is None
-        self.scorer: Scorer = scorer if scorer is not None else HttpScorer(
-            cfg.reward_url, cfg.reward_token, cfg.reward_timeout_s, cfg.reward_max_batch, cfg.reward_weights
-        )
+        self._own_scorer = scorer is None and cfg.uses_server
+        if self._own_scorer:
+            scorer = HttpScorer(cfg.reward_url, cfg.reward_token, cfg.reward_timeout_s, cfg.reward_max_batch,
+                                cfg.reward_weights)
+        self.scorer: Scorer | None = scorer if cfg.uses_server else None
+        self.rewards = RewardMixer(cfg.all_reward_sources, self.scorer, cfg.max_completion_length)
         self.state_dir = Path(cfg.state_dir)
-        self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main)
+        self.logger = MetricsLogger(self.state_dir, cfg.tensorboard, enabled=self.is_main, report_to=cfg.report_to,
+                                    project=cfg.project, run_config=cfg.model_dump(mode="json"))
         self.step = 0
         self.elapsed_s = 0.0  # training wall time so far (persisted), for the cost cap
+        self.peak_rss_mb = rss_mb() or 0.0  # running max of the per-step peaks: the process's peak
         self.baseline: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
         self._resumed_from: Path | None = None
@@ -134,25 +164,23 @@ class GRPOTrainer:
     def autocast(self):
         return autocast_ctx(self.device, self.autocast_enabled)
 
-    def _allreduce(self, values: list[float], op: str = "sum") -> list[float]:
-        if not self.distributed:
-            return values
-        t = torch.tensor(values, dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
-        dist.all_reduce(t, op=dist.ReduceOp.SUM if op == "sum" else dist.ReduceOp.MAX)
-        return t.tolist()
-
-    def _barrier(self) -> None:
-        if self.distributed:
-            dist.barrier()
+    @contextlib.contextmanager
+    def _gathered(self):
+        """Under FSDP: policy (and a separate reference) unsharded for a rollout or eval phase,
+        entered once per phase on every rank, so generation and no-grad log-prob passes make no
+        collective call whatever each rank's lengths. A no-op otherwise."""
+        with contextlib.ExitStack() as stack:
+            if self.fsdp:
+                stack.enter_context(sharding.gathered(self.policy))
+                if self.ref is not None and self.ref is not self.policy:
+                    stack.enter_context(sharding.gathered(self.ref))
+            yield
 
     def _prompts(self, items: list[TaskItem]) -> list[str]:
         return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
 
     def _gen(self, items: list[TaskItem], n: int, temperature: float) -> list[Sequence]:
-        return generate(
-            self.policy, self.tokenizer, self._prompts(items), n, self.cfg.max_completion_length,
-            temperature, self.cfg.top_p, self.cfg.max_prompt_length, self.autocast,
-        )
+        return self.generator.generate(self._prompts(items), n, temperature)
 
     def _micro(self) -> int:
         """Sequences per forward pass: an accumulation chunk, capped by ``micro_batch_size``."""
@@ -160,15 +188,18 @@ class GRPOTrainer:
         rows = max(1, math.ceil(per_step / self.cfg.gradient_accumulation_steps))
         return min(rows, self.cfg.micro_batch_size) if self.cfg.micro_batch_size else rows
 
-    def _score_items(self, items: list[TaskItem], seqs: list[Sequence], n: int, tag: str) -> list[dict[str, Any]]:
-        return [
+    def _score(self, items: list[TaskItem], seqs: list[Sequence], tag: str):
+        """Submit one chunk to every reward source; returns a future of :class:`Scored` values."""
+        payload = [
             {"id": f"{tag}-{self.rank}-{i}", "completion": s.text, "task": items[s.prompt_index].task}
             for i, s in enumerate(seqs)
         ]
+        return self.rewards.submit(payload, [int(s.completion_ids.numel()) for s in seqs],
+                                   [s.truncated for s in seqs], [items[s.prompt_index].prompt for s in seqs])
 
     # ------------------------------------------------------------------------------- rollouts
-    def _rollout_round(self, items: list[TaskItem], clock: WaitClock, tag: str, acc: dict[str, float]) -> list[list[Sequence]]:
-        """Generate + score + filter ``items``; returns the kept groups (lists of Sequences)."""
+    def _rollout_round(self, items: list[TaskItem], clock: WaitClock, tag: str, st: StepStats) -> list[list[Sequence]]:
+        """Generate + score + keep groups for ``items``; returns the kept groups."""
         cfg = self.cfg
         chunk = cfg.generation_batch_size or max(1, math.ceil(len(items) / 2))
         pending: list[tuple[list[TaskItem], list[Sequence], Any]] = []
@@ -176,45 +207,39 @@ class GRPOTrainer:
             part = items[k : k + chunk]
             t0 = time.perf_counter()
             seqs = self._gen(part, cfg.group_size, cfg.temperature)
-            acc["gen_time"] += time.perf_counter() - t0
-            fut = self.scorer.submit(self._score_items(part, seqs, cfg.group_size, f"{tag}-{k}"))
-            pending.append((part, seqs, fut))
+            st.gen_time += time.perf_counter() - t0
+            pending.append((part, seqs, self._score(part, seqs, f"{tag}-{k}")))
         kept: list[list[Sequence]] = []
         for part, seqs, fut in pending:
-            scores: list[Score] = clock.result(fut, timeout=cfg.reward_timeout_s * 4)
-            if len(scores) != len(seqs):
-                raise RuntimeError(f"reward server returned {len(scores)} results for {len(seqs)} items")
-            groups: dict[int, list[Sequence]] = {}
+            scores: list[Scored] = clock.result(fut, timeout=cfg.reward_timeout_s * 4)
             for s, sc in zip(seqs, scores, strict=True):
-                acc["completions"] += 1
-                acc["tokens"] += s.completion_ids.numel()
-                acc["len_sum"] += s.completion_ids.numel()
-                acc["len_max"] = max(acc["len_max"], s.completion_ids.numel())
-                acc["truncated"] += int(s.truncated)
+                n = int(s.completion_ids.numel())
+                st.completions += 1
+                st.tokens += n
+                st.len_max = max(st.len_max, n)
+                st.truncated += int(s.truncated)
                 if not sc.ok:
-                    acc["infra_errors"] += 1
+                    st.infra_errors += 1
                     continue
-                s.reward = float(sc.reward)
-                acc["reward_sum"] += s.reward
-                acc["reward_sq"] += s.reward**2
-                acc["reward_n"] += 1
-                groups.setdefault(s.prompt_index, []).append(s)
-            for j in range(len(part)):
-                acc["groups"] += 1
-                g = groups.get(j, [])
-                rs = [s.reward for s in g]
-                if len(g) < 2 or group_std(rs) < cfg.min_group_std:
-                    acc["filtered"] += 1
-                    if len(g) >= 1 and all(r == rs[0] for r in rs):
-                        acc["filtered_all_same"] += 1
-                    continue
-                kept.append(g)
+                s.reward = float(sc.reward)  # type: ignore[arg-type]
+                s.extra["flags"] = sc.flags
+                st.add_scored(s.reward, sc.sources, sc.flags)
+            res = keep_groups(seqs, [s.prompt_index for s in seqs], [s.reward for s in seqs], len(part),
+                              cfg.min_group_std)
+            st.groups += res.groups
+            st.filtered += res.filtered
+            st.filtered_all_same += res.all_same
+            kept += res.kept
             # log-probs of this chunk's kept groups while later chunks are still being scored
-            flat = [s for g in kept for s in g if not s.extra.get("lp_done")]
-            self._fill_logprobs(flat, acc)
+            self._fill_logprobs([s for g in res.kept for s in g if self._in_loss(s)], st)
         return kept
 
-    def _fill_logprobs(self, seqs: list[Sequence], acc: dict[str, float]) -> None:
+    def _in_loss(self, s: Sequence) -> bool:
+        """mask_truncated_completions (DAPO's overlong filtering): a truncated completion's reward
+        still shapes its group's advantages, but its tokens get no gradient."""
+        return not (self.cfg.mask_truncated_completions and s.truncated)
+
+    def _fill_logprobs(self, seqs: list[Sequence], st: StepStats) -> None:
         if not seqs:
             return
         t0 = time.perf_counter()
@@ -224,9 +249,23 @@ class GRPOTrainer:
         if self.ref is not None:
             with reference_mode(self.ref, self.policy):
                 fill_logprobs(self.ref, seqs, "ref_logp", self.cfg.temperature, self._micro(), pad, self.autocast)
-        for s in seqs:  # marked even when nothing was needed (num_iterations == 1, kl off)
-            s.extra["lp_done"] = True
-        acc["logprob_time"] += time.perf_counter() - t0
+        st.logprob_time += time.perf_counter() - t0
+
+    def _advantages(self, kept: list[list[Sequence]]) -> None:
+        """Set ``seq.advantage`` for every kept sequence: group mean, ``scale_rewards`` std."""
+        seqs = [s for g in kept for s in g]
+        rewards = [float(s.reward) for s in seqs]  # type: ignore[arg-type]
+        mode = self.cfg.reward_scaling
+        bstd = None
+        if mode == "batch":  # the std of every kept reward on every rank
+            tot, sq, n = dist.all_reduce([sum(rewards), sum(r * r for r in rewards), float(len(rewards))])
+            bstd = batch_std(tot, sq, n)
+        if not seqs:
+            return
+        gids = torch.tensor([gi for gi, g in enumerate(kept) for _ in g])
+        adv, _ = group_advantages(torch.tensor(rewards), gids, self.cfg.epsilon, mode, bstd)
+        for s, a in zip(seqs, adv.tolist(), strict=True):
+            s.advantage = a
 
     # ------------------------------------------------------------------------------- one step
     def train_step(self) -> dict[str, Any]:
@@ -234,80 +273,72 @@ class GRPOTrainer:
         reset_peak_rss()
         t_start = time.perf_counter()
         clock = WaitClock()
-        acc: dict[str, float] = dict.fromkeys(
-            ["completions", "tokens", "len_sum", "len_max", "truncated", "infra_errors", "reward_sum", "reward_sq",
-             "reward_n", "groups", "filtered", "filtered_all_same", "gen_time", "logprob_time"], 0.0)
+        st = StepStats.for_sources(self.rewards.names)
+
+        # take + rollout + keep groups (refill rounds top up a batch thinned by the filter)
         target = cfg.prompts_per_step
         kept: list[list[Sequence]] = []
         rounds = 0
         want = target
-        while True:
-            global_items = self.stream.take(want * self.world)  # same on every rank: same data position
-            mine = global_items[self.rank :: self.world]
-            if len(kept) < target:
-                kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", acc)
-            rounds += 1
-            deficit = self._allreduce([float(max(0, target - len(kept)))], op="max")[0]
-            if deficit <= 0 or rounds > cfg.max_refill_rounds:
-                break
-            want = int(deficit)
+        with self._gathered():
+            while True:
+                global_items = self.stream.take(want * self.world)  # same on every rank: same data position
+                mine = global_items[self.rank :: self.world]
+                if len(kept) < target:
+                    kept += self._rollout_round(mine, clock, f"s{self.step}r{rounds}", st)
+                rounds += 1
+                deficit = dist.all_reduce([float(max(0, target - len(kept)))], op="max")[0]
+                if deficit <= 0 or rounds > cfg.max_refill_rounds:
+                    break
+                want = int(deficit)
         kept = kept[:target]
 
-        # advantages per kept group
-        seqs: list[Sequence] = [s for g in kept for s in g]
-        if seqs:
-            rewards = torch.tensor([s.reward for s in seqs])
-            gids = torch.tensor([gi for gi, g in enumerate(kept) for _ in g])
-            adv, _ = group_advantages(rewards, gids, cfg.epsilon, cfg.scale_by_std)
-            for s, a in zip(seqs, adv.tolist(), strict=True):
-                s.advantage = a
+        # advantages over whole groups, then the loss over the sequences that are not masked
+        self._advantages(kept)
+        seqs = [s for g in kept for s in g if self._in_loss(s)]
+        st.kept_groups = float(len(kept))
+        st.kept_seqs = float(len(seqs))
+        st.masked_truncated = float(sum(len(g) for g in kept) - len(seqs))
+        st.loss_tokens = float(sum(s.completion_ids.numel() for s in seqs))
 
-        # global normalisers so micro-batches and ranks add up to the loss of the whole batch
-        n_seqs, n_tokens = self._allreduce([float(len(seqs)), float(sum(s.completion_ids.numel() for s in seqs))])
-        upd = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
-               "grad_norm": 0.0, "ratio_mean": 0.0}
+        # update: global normalisers so micro-batches and ranks add up to the loss of the whole batch
+        n_seqs, n_tokens = dist.all_reduce([st.kept_seqs, st.loss_tokens])
+        upd = UpdateStats.empty()
         t_upd = time.perf_counter()
         if n_seqs > 0:
             upd = self._update(seqs, n_seqs, n_tokens)
+            self.generator.sync_weights()  # a separate sampler (vLLM) gets the new weights
         upd_time = time.perf_counter() - t_upd
 
+        # record
         step_peak_rss = peak_rss_mb()
+        self.peak_rss_mb = max(self.peak_rss_mb, step_peak_rss)
         # the update's activations are freed by now; hand their heap pages back to the OS, or the
         # process keeps the high-water mark of every step resident (see trainer/memory.py)
         trim_heap()
         step_time = time.perf_counter() - t_start
         self.step += 1
         self.elapsed_s += step_time
-        g = self._allreduce([acc[k] for k in acc] + [clock.waited, step_time])
-        tot = dict(zip(list(acc) + ["wait", "step_time"], g, strict=True))
-        tot["len_max"] = self._allreduce([acc["len_max"]], op="max")[0]
-        n = max(tot["reward_n"], 1.0)
-        mean = tot["reward_sum"] / n
-        var = max(0.0, tot["reward_sq"] / n - mean * mean)
+        st.wait = clock.waited
+        st.step_time = step_time
+        tot = st.reduced()
+        gpu_peak = peak_memory_mb(self.device)
         rec = {
             "kind": "train",
             "step": self.step,
-            "reward_mean": mean if tot["reward_n"] else None,
-            "reward_std": math.sqrt(var) if tot["reward_n"] else None,
-            "filtered_share": tot["filtered"] / max(tot["groups"], 1.0),
-            "filtered_groups": int(tot["filtered"]),
-            "groups": int(tot["groups"]),
-            "kept_groups": int(self._allreduce([float(len(kept))])[0]),
-            "kept_seqs": int(n_seqs),
+            **tot.record(),
             "refill_rounds": rounds - 1,
-            "infra_errors": int(tot["infra_errors"]),
-            "truncated_share": tot["truncated"] / max(tot["completions"], 1.0),
-            "completion_len_mean": tot["len_sum"] / max(tot["completions"], 1.0),
-            "completion_len_max": int(tot["len_max"]),
             **upd,
             "lr": self.scheduler.get_last_lr()[0],
             "step_time_s": step_time,
-            "gen_time_s": tot["gen_time"] / self.world,
+            "gen_time_s": tot.gen_time / self.world,
+            "logprob_time_s": tot.logprob_time / self.world,
             "update_time_s": upd_time,
-            "tokens_per_s": tot["tokens"] / max(step_time, 1e-9),
-            "reward_wait_share": tot["wait"] / max(tot["step_time"], 1e-9),
-            "peak_mem_mb": peak_memory_mb(self.device),
-            "peak_rss_mb": step_peak_rss,
+            "tokens_per_s": tot.tokens / max(step_time, 1e-9),
+            "reward_wait_share": tot.wait / max(tot.step_time, 1e-9),
+            # process peak so far: GPU memory allocated on CUDA, else the host's resident set
+            "peak_mem_mb": gpu_peak if gpu_peak is not None else self.peak_rss_mb,
+            "peak_rss_mb": step_peak_rss,  # this step's peak resident set
             "rss_mb": rss_mb(),
             "data_position": self.stream.position,
             "epoch": self.stream.epoch,
@@ -330,18 +361,23 @@ class GRPOTrainer:
         for chunk in chunks:
             rows = cfg.micro_batch_size or max(len(chunk), 1)
             passes += [chunk[j : j + rows] for j in range(0, len(chunk), rows)] or [[]]
+        if self.fsdp:  # every FSDP forward/backward is a collective: the same pass count on every rank
+            most = int(dist.all_reduce([float(len(passes))], op="max")[0])
+            passes += [[] for _ in range(most - len(passes))]
         # DDP averages gradients over ranks; scale so the sum over ranks is the global batch loss
         norm_seqs = n_seqs / self.world
         norm_tokens = n_tokens / self.world
         pad = self.tokenizer.pad_token_id
-        stats = {"loss": 0.0, "kl": 0.0, "clip_fraction": 0.0, "clip_low_fraction": 0.0, "clip_high_fraction": 0.0,
-                 "ratio_mean": 0.0, "grad_norm": 0.0}
-        tok_total = 0
+        stats = UpdateStats()
         for _it in range(cfg.num_iterations):
             self.optimizer.zero_grad(set_to_none=True)
             for ci, chunk in enumerate(passes):
                 last = ci == len(passes) - 1
-                sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
+                if self.fsdp:  # reduce-scatter gradients on the last pass only, as DDP's no_sync
+                    sharding.set_gradient_sync(self.policy, last)
+                    sync = nullcontext()
+                else:
+                    sync = self.model.no_sync() if (self.distributed and not last) else nullcontext()
                 with sync:
                     if not chunk:
                         if self.distributed:  # keep the collective in step with ranks that have data
@@ -357,86 +393,115 @@ class GRPOTrainer:
                            else logp.detach())
                     ref = pad_rows([s.ref_logp for s in chunk], T, self.device) if self.ref is not None else None
                     adv = torch.tensor([s.advantage for s in chunk], device=self.device)
+                    isw = None
+                    if cfg.tis_cap is not None and all(s.rollout_logp is not None for s in chunk):
+                        # the sampler's log-probs differ from the trainer's (kernels, bf16): TIS
+                        roll = pad_rows([s.rollout_logp for s in chunk], T, self.device)
+                        isw = truncated_is_weights(old.detach(), roll, cfg.tis_cap) * b.completion_mask
                     out = grpo_loss(
                         logp, old, adv, b.completion_mask,
                         clip_ratio=cfg.clip_ratio, clip_ratio_high=cfg.clip_ratio_high,
                         ref_logp=ref, kl_coeff=cfg.kl_coeff, loss_type=cfg.loss_type,
                         max_completion_length=cfg.max_completion_length,
                         num_seqs=norm_seqs, num_tokens=norm_tokens,
+                        importance_sampling_level=cfg.importance_sampling_level, is_weights=isw,
                     )
                     out.loss.backward()
-                    stats["loss"] += float(out.loss.detach()) / cfg.num_iterations
-                    w = out.num_tokens
-                    tok_total += w
-                    for k in ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean"):
-                        stats[k] += getattr(out, k) * w
+                    stats.add(out, cfg.num_iterations)
             params = [p for _, p in trainable_parameters(self.policy)]
             if cfg.max_grad_norm > 0:
                 gn = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm)
             else:
                 gn = torch.sqrt(sum((p.grad.float() ** 2).sum() for p in params if p.grad is not None))
-            stats["grad_norm"] = float(gn)
+            stats.grad_norm = float(sharding.full_tensor(gn))  # FSDP: a DTensor over the shards
             self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        keys = ("kl", "clip_fraction", "clip_low_fraction", "clip_high_fraction", "ratio_mean")
-        red = self._allreduce([stats[k] for k in keys] + [float(tok_total), stats["loss"]])
-        for k, v in zip(keys, red, strict=False):
-            stats[k] = v / max(red[len(keys)], 1.0)
-        # each rank's loss is world * (its share of the global sum): the batch loss is the rank mean
-        stats["loss"] = red[-1] / self.world
-        return stats
+        return stats.record(self.world)
 
     # ------------------------------------------------------------------------------- eval
     def evaluate(self, tag: str = "eval", group_check: bool = False) -> dict[str, Any]:
         """Held-out reward: ``eval_samples`` completions per prompt at ``eval_temperature``
         (0 = greedy). With ``group_check``, also sample ``eval_group_size`` completions per prompt
-        at the training temperature and report the share of groups with (nearly) one reward."""
+        at the training temperature and report the share of groups the trainer would drop.
+
+        Sampling runs on a forked RNG seeded by (seed, step, rank), so an eval never shifts the
+        training stream: a run with a baseline eval samples the same rollouts as one without
+        (``demo --seeds 0,1`` reuses seed 0's baseline for seed 1). With ``completions_table`` the
+        eval's (prompt, completion, reward, per-source values, flags) rows go to
+        ``<state_dir>/completions/<tag>-step<N>.jsonl``."""
+        cfg = self.cfg
+        devices = [self.device] if self.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=devices), self._gathered():
+            torch.manual_seed(cfg.seed * 7919 + self.step * 104729 + self.rank + 17)
+            rec, rows = self._evaluate(tag, group_check)
+        if cfg.completions_table:
+            rows = dist.gather_objects(rows)
+            if self.is_main:
+                d = self.state_dir / "completions"
+                d.mkdir(parents=True, exist_ok=True)
+                path = d / f"{tag}-step{self.step:06d}.jsonl"
+                with open(path, "w") as f:
+                    for r in rows:
+                        f.write(json.dumps(r) + "\n")
+                rec["completions_table"] = str(path)
+                self.logger.log_table(f"completions/{tag}", rows, self.step)
+        self.logger.log(rec)
+        return rec
+
+    def _evaluate(self, tag: str, group_check: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         cfg = self.cfg
         items = self.eval_items[self.rank :: self.world]
         t0 = time.perf_counter()
-        sums = [0.0, 0.0, 0.0, 0.0, 0.0]  # reward_sum, n, infra, groups, low-variance groups
+        st = StepStats.for_sources(self.rewards.names)
+        rows: list[dict[str, Any]] = []
         chunk = max(1, cfg.prompts_per_step * cfg.group_size // max(cfg.eval_samples, 1))
+        n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
-            n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
             seqs = self._gen(part, n, cfg.eval_temperature)
-            scores = self.scorer.submit(self._score_items(part, seqs, n, f"{tag}{self.step}-{k}")).result()
-            for sc in scores:
+            scores: list[Scored] = self._score(part, seqs, f"{tag}{self.step}-{k}").result()
+            for s, sc in zip(seqs, scores, strict=True):
+                st.completions += 1
+                st.tokens += int(s.completion_ids.numel())
+                st.truncated += int(s.truncated)
                 if sc.ok:
-                    sums[0] += float(sc.reward)
-                    sums[1] += 1
+                    st.add_scored(float(sc.reward), sc.sources, sc.flags)  # type: ignore[arg-type]
                 else:
-                    sums[2] += 1
+                    st.infra_errors += 1
+                if cfg.completions_table:
+                    rows.append({"prompt": part[s.prompt_index].prompt, "task_id": part[s.prompt_index].id,
+                                 "completion": s.text, "reward": sc.reward, "sources": sc.sources,
+                                 "flags": sc.flags, "truncated": s.truncated})
         if group_check and cfg.eval_group_prompts:
             gitems = self.eval_items[: cfg.eval_group_prompts][self.rank :: self.world]
             gchunk = max(1, cfg.prompts_per_step)
             for k in range(0, len(gitems), gchunk):
                 part = gitems[k : k + gchunk]
                 seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
-                scores = self.scorer.submit(self._score_items(part, seqs, cfg.eval_group_size, f"{tag}g{k}")).result()
-                by: dict[int, list[float]] = {}
-                for s, sc in zip(seqs, scores, strict=True):
-                    if sc.ok:
-                        by.setdefault(s.prompt_index, []).append(float(sc.reward))
-                for j in range(len(part)):
-                    sums[3] += 1
-                    if group_std(by.get(j, [])) < cfg.min_group_std:
-                        sums[4] += 1
-        tot = self._allreduce(sums)
+                scores = self._score(part, seqs, f"{tag}g{k}").result()
+                res = keep_groups(seqs, [s.prompt_index for s in seqs], [sc.reward if sc.ok else None for sc in scores],
+                                  len(part), cfg.min_group_std)
+                st.groups += res.groups
+                st.filtered += res.filtered
+        tot = st.reduced()
+        r = tot.record()
         rec: dict[str, Any] = {
             "kind": "eval",
             "tag": tag,
             "step": self.step,
-            "reward_mean": tot[0] / tot[1] if tot[1] else None,
-            "n": int(tot[1]),
-            "infra_errors": int(tot[2]),
+            "reward_mean": r["reward_mean"],
+            "n": int(tot.reward_n),
+            "infra_errors": int(tot.infra_errors),
+            "truncated_share": r["truncated_share"],
+            "completion_len_mean": r["completion_len_mean"],
+            "flagged_share": r["flagged_share"],
+            **{k: v for k, v in r.items() if k.startswith("reward/")},
             "eval_time_s": time.perf_counter() - t0,
         }
-        if group_check and tot[3]:
-            rec["low_variance_share"] = tot[4] / tot[3]
-        self.logger.log(rec)
-        return rec
+        if group_check and tot.groups:
+            rec["low_variance_share"] = tot.filtered / tot.groups
+        return rec, rows
 
     # ------------------------------------------------------------------------------- state
     def cost_so_far(self) -> float:
@@ -457,14 +522,19 @@ class GRPOTrainer:
         tmp = ckpt.tmp_path(self.state_dir, self.step)
         if self.is_main:
             tmp.mkdir(parents=True, exist_ok=True)
-        self._barrier()
+        dist.barrier()
         ckpt.write_rank_rng(tmp, self.rank)
-        self._barrier()
+        if self.fsdp:
+            ckpt.write_sharded(tmp, self.policy, self.optimizer)
+        dist.barrier()
         final = None
         if self.is_main:
-            ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
+            if self.fsdp:
+                ckpt.write_scheduler(tmp, self.scheduler, self.state())
+            else:
+                ckpt.write_main(tmp, self.policy, self.optimizer, self.scheduler, self.state())
             final = ckpt.finalize(self.state_dir, tmp, self.step, self.cfg.keep_checkpoints)
-        self._barrier()
+        dist.barrier()
         return final
 
     def _resume(self) -> None:
@@ -472,7 +542,10 @@ class GRPOTrainer:
         if path is None:
             _log(f"--resume: no checkpoint under {self.state_dir}; starting fresh")
             return
-        st = ckpt.load(path, self.policy, self.optimizer, self.scheduler, self.rank)
+        if self.fsdp:
+            st = ckpt.load_sharded(path, self.policy, self.optimizer, self.scheduler, self.rank)
+        else:
+            st = ckpt.load(path, self.policy, self.optimizer, self.scheduler, self.rank)
         if st.get("world_size", 1) != self.world:
             warnings.warn(
                 f"checkpoint written with world size {st.get('world_size')} resumed with {self.world}: "
@@ -491,6 +564,13 @@ class GRPOTrainer:
         cfg = self.cfg
         result: dict[str, Any] = {"stopped": "max_steps"}
         if cfg.baseline_eval and self.baseline is None and self.eval_items:
+            if self.is_main:  # the longest silent stretch of a run: say what runs
+                n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
+                g = min(cfg.eval_group_prompts, len(self.eval_items))
+                _log(f"baseline eval: {len(self.eval_items)} held-out prompts x {n} "
+                     f"{'greedy' if cfg.eval_temperature == 0 else 'sampled'} completion(s)"
+                     + (f", then {g} prompts x {cfg.eval_group_size} samples at temperature {cfg.temperature} "
+                        "for the variance check" if g else "") + " ...")
             self.baseline = self.evaluate("baseline", group_check=True)
             lv = self.baseline.get("low_variance_share")
             if self.is_main:
@@ -552,7 +632,16 @@ class GRPOTrainer:
             self.scorer.close()
 
     def export(self, out_dir: str | os.PathLike) -> None:
-        """save_pretrained of the trained model (the adapter only, under LoRA) and tokenizer."""
+        """save_pretrained of the trained model (the adapter only, under LoRA) and tokenizer. Under
+        FSDP the full state is gathered to rank 0's CPU first (every rank takes part)."""
+        sd = None
+        if self.fsdp:
+            from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+            sd = get_model_state_dict(self.policy, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
         if self.is_main:
-            self.policy.save_pretrained(out_dir)
+            if sd is not None:
+                self.policy.save_pretrained(out_dir, state_dict=sd)
+            else:
+                self.policy.save_pretrained(out_dir)
             self.tokenizer.save_pretrained(out_dir)

@@ -82,4 +82,5 @@ def test_train_steps_against_live_server(live_server, tiny_model_dir, tmp_path):
     train = [r for r in recs if r["kind"] == "train"]
     assert len(train) == 2 and all(r["infra_errors"] == 0 for r in train)
     assert all(r["reward_mean"] is not None and 0.0 <= r["reward_wait_share"] <= 1.0 for r in train)
+    assert all(0.0 <= r["flagged_share"] <= 1.0 and r["reward/verifier"] == r["reward_mean"] for r in train)
     assert [r["tag"] for r in recs if r["kind"] == "eval"] == ["baseline", "eval", "final"]

@@ -263,3 +263,101 @@ def test_token_logprobs_match_a_plain_forward(tiny_model_dir):
         n = len(s.completion_ids)
         assert torch.allclose(lp[i, :n], ref, atol=1e-5)
         assert torch.all(lp[i, n:] == 0)
+
+
+def test_plot_gives_filtered_share_its_own_axis_and_evals_markers():
+    import matplotlib.pyplot as plt
+
+    from trainer.metrics import metrics_figure
+
+    recs = [{"kind": "train", "step": s, "reward_mean": 0.1 * s, "filtered_share": 0.5} for s in range(1, 6)]
+    recs += [{"kind": "eval", "step": 0, "reward_mean": 0.2}, {"kind": "eval", "step": 5, "reward_mean": 0.4}]
+    fig = metrics_figure(recs)
+    reward_ax, heldout_ax, share_ax = fig.axes
+    assert share_ax.get_ylim() == (0.0, 1.0) and share_ax.get_lines()[0].get_ydata().tolist() == [0.5] * 5
+    assert all(line.get_label() != "filtered share" for line in reward_ax.get_lines())
+    (held,) = heldout_ax.get_lines()
+    assert held.get_linestyle() == "None" and held.get_marker() == "o"  # two points, no line between
+    plt.close(fig)
+
+
+def test_baseline_eval_does_not_shift_the_training_rollouts(tiny_cfg, tmp_path):
+    # `demo --seeds 0,1` reuses seed 0's baseline for seed 1; seed 1 must then train exactly as
+    # `--seeds 1` does, which ran the baseline itself
+    texts = {}
+    for with_baseline in (True, False):
+        cfg = tiny_cfg(max_steps=1, num_eval_tasks=3, state_dir=str(tmp_path / f"b{with_baseline}"))
+        tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+        if with_baseline:
+            tr.baseline = tr.evaluate("baseline", group_check=True)
+        rec = tr.train_step()
+        texts[with_baseline] = (rec["sample"], rec["loss"], rec["reward_mean"])
+        tr.close()
+    assert texts[True] == texts[False]
+
+
+def test_peak_mem_is_the_running_process_peak(tiny_cfg):
+    from trainer.memory import max_rss_mb
+
+    tr = GRPOTrainer(tiny_cfg(max_steps=3), scorer=CallableScorer(digit_reward))
+    recs = [tr.train_step() for _ in range(3)]
+    tr.close()
+    peaks = [r["peak_mem_mb"] for r in recs]
+    assert peaks == sorted(peaks)  # never goes down, unlike the per-step high-water mark
+    assert all(r["peak_mem_mb"] >= r["peak_rss_mb"] for r in recs)
+    assert peaks[-1] >= max(r["peak_rss_mb"] for r in recs)
+    assert max_rss_mb() > 0
+
+
+def test_gradient_checkpointing_gives_the_same_step(tiny_cfg, tmp_path):
+    out = {}
+    for gc_on in (False, True):
+        cfg = tiny_cfg(max_steps=1, gradient_checkpointing=gc_on, kl_coeff=0.04, state_dir=str(tmp_path / f"g{gc_on}"))
+        tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+        assert tr.policy.is_activation_checkpointing == gc_on
+        out[gc_on] = tr.train_step()
+        tr.close()
+    assert out[True]["sample"] == out[False]["sample"]
+    assert out[True]["loss"] == pytest.approx(out[False]["loss"], rel=1e-5, abs=1e-7)
+    assert out[True]["grad_norm"] == pytest.approx(out[False]["grad_norm"], rel=1e-5)
+
+
+def test_completions_table_and_trackers(tiny_cfg, monkeypatch, capsys):
+    import sys
+    import types
+
+    try:
+        import wandb  # noqa: F401
+
+        pytest.skip("a real wandb is installed: it would try to log in")
+    except ImportError:
+        pass
+    # wandb is not installed here (and needs an account): a stand-in module with its API records calls
+    calls: list[tuple] = []
+    fake = types.ModuleType("wandb")
+    fake.init = lambda **kw: calls.append(("init", kw["project"]))
+    fake.log = lambda d, step: calls.append(("log", step, d))
+    fake.finish = lambda: calls.append(("finish",))
+    fake.Table = lambda columns, data: ("table", columns, data)
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    try:
+        import trackio  # noqa: F401
+        missing = []
+    except ImportError:
+        missing = ["trackio"]
+    cfg = tiny_cfg(max_steps=1, num_eval_tasks=2, completions_table=True, report_to=["wandb", *missing],
+                   baseline_eval=True, eval_group_prompts=0)
+    tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward))
+    res = tr.train()
+    tr.close()
+    if missing:
+        assert "trackio is not installed" in capsys.readouterr().err
+    table = Path(res["final"]["completions_table"])
+    rows = [json.loads(x) for x in table.read_text().splitlines()]
+    assert len(rows) == 2 and set(rows[0]) >= {"prompt", "completion", "reward", "sources", "flags"}
+    assert rows[0]["reward"] == pytest.approx(digit_reward([{"id": "x", "completion": rows[0]["completion"]}])[0]["reward"])
+    assert (Path(cfg.state_dir) / "completions" / "baseline-step000000.jsonl").exists()
+    kinds = [c[0] for c in calls]
+    assert kinds[0] == "init" and kinds[-1] == "finish"
+    logged = {k for c in calls if c[0] == "log" for k in c[2]}
+    assert "train/reward_mean" in logged and "eval/final/reward_mean" in logged and "completions/final" in logged
