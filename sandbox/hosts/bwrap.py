@@ -45,7 +45,11 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
-def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None) -> list[str]:
+SHM_MODE = "01733"  # write and search for all, list for nobody, sticky: a job finds only the names it made
+
+
+def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
+                  shm_mb: int = 64) -> list[str]:
     python = python or os.path.realpath(sys.executable)
     prefix = os.path.realpath(sys.base_prefix)
     cmd = [bwrap_path()]
@@ -78,6 +82,9 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     cmd += [
         "--proc", "/proc",
         "--dev", "/dev",
+        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; what a job
+        # leaves there is removed after it (limits.remove_files_of)
+        "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
         "--bind", socket_dir, "/run/sandbox",

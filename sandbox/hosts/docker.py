@@ -35,6 +35,7 @@ class DockerHost(Host):
         cpus: float = 1.0,
         pids: int = 512,
         tmp_mb: int = 256,
+        shm_mb: int = 64,
         mount_source: bool = True,
         start_timeout: float = 60.0,
     ) -> None:
@@ -47,6 +48,7 @@ class DockerHost(Host):
         self.cpus = cpus
         self.pids = pids
         self.tmp_mb = tmp_mb
+        self.shm_mb = shm_mb
         self.mount_source = mount_source
         self.start_timeout = start_timeout
         self.pool_id = uuid.uuid4().hex[:12]
@@ -102,9 +104,12 @@ class DockerHost(Host):
             "network_mode": "none",
             "read_only": True,
             # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
-            # stays part of the read-only root; no /dev/shm (ipc none) and a closed /dev/mqueue.
+            # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores
+            # and shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's
+            # (ipc none), mode 1733: a job finds only the names it made; cleaned after each job.
             "tmpfs": {
                 "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,mode=755",
+                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
             },
             "ipc_mode": "none",
