@@ -10,7 +10,6 @@ from __future__ import annotations
 import atexit
 import builtins
 import gc
-import io
 import marshal
 import os
 import signal
@@ -149,9 +148,9 @@ _setrecursionlimit.__name__, _setrecursionlimit.__qualname__ = "setrecursionlimi
 _getrecursionlimit.__name__, _getrecursionlimit.__qualname__ = "getrecursionlimit", "getrecursionlimit"
 
 
-def _charge_from_here() -> None:
-    """The program's first frame comes right above the caller's: plain python's limit
-    counts from there. The interpreter's own count of our depth (C calls included) is in
+def _charge_from_here(extra: int = 0) -> None:
+    """The program's first frame comes right above the caller's (`extra` frames more):
+    plain python's limit counts from there. The interpreter's own count of our depth (C calls included) is in
     the message of a limit set too low; the frames are counted where it says nothing."""
     global _depth_offset
     depth = 0
@@ -166,8 +165,8 @@ def _charge_from_here() -> None:
         while f is not None:
             depth += 1
             f = f.f_back
-    _depth_offset = depth
-    _set_limit(RECURSION_LIMIT + depth)
+    _depth_offset = depth + extra
+    _set_limit(RECURSION_LIMIT + _depth_offset)
 
 
 _library_path: list[str] | None = None  # sys.path without ours, taken before the first scratch went in
@@ -320,7 +319,7 @@ def _run_main(ctrl: socket.socket, msg: dict) -> int:
     except BaseException as exc:  # noqa: BLE001 - its traceback is its stderr, as python prints it
         status, interrupted = 1, isinstance(exc, KeyboardInterrupt)
         _print_uncaught(exc)
-    status = _finalize(status)
+    status = _finalize(status, ns)
     if interrupted:  # python ends by SIGINT itself, so its parent sees the signal
         try:
             signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -344,9 +343,9 @@ def _print_uncaught(exc: BaseException) -> None:
             pass
 
 
-def _finalize(status: int) -> int:
+def _finalize(status: int, ns: dict) -> int:
     """Python's shutdown of a script: wait for non-daemon threads, run atexit handlers,
-    flush files the program left open, flush stdout and stderr (120 if that fails)."""
+    release __main__ (files left open are flushed), flush stdout and stderr (120 if that fails)."""
     threading = sys.modules.get("threading")
     if threading is not None:
         try:
@@ -357,7 +356,7 @@ def _finalize(status: int) -> int:
         atexit._run_exitfuncs()
     except BaseException:  # noqa: BLE001
         pass
-    _flush_open_files()
+    _clear_main(ns)
     for stream in (sys.stdout, sys.stderr):
         if stream is None:
             continue
@@ -375,24 +374,15 @@ def _finalize(status: int) -> int:
     return status
 
 
-_WRITERS = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
-
-
-def _flush_open_files() -> None:
-    """Files the program wrote and never closed: python flushes them as it tears its
-    objects down; we end with _exit, so they are flushed here. Our own objects are frozen
-    (gc.freeze), so get_objects() lists only the program's."""
+def _clear_main(ns: dict) -> None:
+    """As python tears __main__ down at exit: what the program left there is released, so
+    files it never closed are flushed and closed, and __del__ methods run (we end with _exit,
+    which would skip both). Its cost is the program's, as it is under python."""
     try:
-        objs = gc.get_objects()
-    except BaseException:  # noqa: BLE001
-        return
-    for o in objs:
-        if type(o) in _WRITERS:
-            try:
-                if not o.closed and o.writable():
-                    o.flush()
-            except BaseException:  # noqa: BLE001
-                pass
+        sys.modules.pop("__main__", None)
+        ns.clear()
+    except BaseException:  # noqa: BLE001 - a __del__ that raises or exits
+        pass
 
 
 def _print_exit_message(message: object) -> None:
@@ -417,7 +407,9 @@ def _serve(ctrl: socket.socket, msg: dict) -> int:
     code, ns = _load(ctrl, msg, "solution")
     if code is None:
         return 0
-    _charge_from_here()
+    # the program's functions are called from _call, a Python frame above this one, where a
+    # module's top level is entered from C (one more level): as if called from a top level
+    _charge_from_here(extra=-1)
     try:
         exec(code, ns)
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: the module did not run

@@ -143,6 +143,9 @@ PROGRAMS: list[tuple[str, str, str, bool]] = [
      "print(os.path.exists('out.txt'))\n", "", True),
     ("unclosed_file_then_read_back",
      "f = open('data.txt', 'w')\nf.write('kept')\nf.flush()\nprint(open('data.txt').read())\n", "", True),
+    ("del_at_exit",
+     "class Noisy:\n    def __del__(self):\n        print('released at exit')\n\nkeep = Noisy()\nprint('end of main')\n",
+     "", True),
     ("subprocess_python",
      "import subprocess, sys\nr = subprocess.run([sys.executable, '-c', 'print(6 * 7)'], capture_output=True, text=True)\n"
      "print(r.returncode, r.stdout.strip())\n", "", True),
