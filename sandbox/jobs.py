@@ -25,7 +25,8 @@ class Limits(BaseModel):
     nproc: int = Field(16, ge=1, le=1024, description="processes a job may have at once")
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
-    output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
+    output_bytes: int = Field(16 << 20, ge=1024, le=64 << 20,
+                              description="stdout+stderr per test before it is cut (stdio tests compare it as a stream)")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 

@@ -66,3 +66,41 @@ async def test_exec_file_named_like_the_program_is_left_alone(pool):
         program="import os\nprint(open('prog.py').read().strip(), os.path.basename(__file__))\n",
         files=[ExecFile(path="prog.py", content_b64=mine)]))
     assert r.stdout.strip() == "DATA = 5 prog_1.py", r
+
+
+BIG = "import sys\nn = int(input())\nsys.stdout.write(''.join(f'{i} {i * i}\\n' for i in range(n)))\n"
+
+
+def _big_expected(n: int) -> str:
+    return "".join(f"{i} {i * i}\n" for i in range(n))
+
+
+async def test_stdio_large_correct_output_passes(pool):
+    """CodeContests-sized answers: 2 MB and 6 MB (more than the runner keeps) pass under the
+    default cap; the last line wrong fails, with where."""
+    for n in (150_000, 420_000):
+        want = _big_expected(n)
+        r = await pool.run(job(BIG, {"kind": "stdio", "cases": [{"stdin": f"{n}\n", "stdout": want}]},
+                               timeout_s=10))
+        assert [t.status for t in r.tests] == ["passed"], (n, r.tests)
+        assert len(r.stdout) <= 4096, len(r.stdout)
+    wrong = want[: want.rindex("\n", 0, len(want) - 1) + 1] + "0 0\n"
+    r = await pool.run(job(BIG, {"kind": "stdio", "cases": [{"stdin": f"{n}\n", "stdout": wrong}]}, timeout_s=10))
+    assert r.tests[0].status == "failed" and f"line {n}:" in r.tests[0].message, r.tests
+
+
+async def test_stdio_output_cap_per_request(pool):
+    n = 150_000  # ~2 MB
+    want = _big_expected(n)
+    r = await pool.run(job(BIG, {"kind": "stdio", "cases": [{"stdin": f"{n}\n", "stdout": want}]},
+                           timeout_s=10, output_bytes=1 << 20))
+    assert r.tests[0].status == "output_limit", r.tests
+
+
+async def test_exec_keeps_output_up_to_the_cap(pool):
+    n = 150_000
+    r = await pool.execute(ExecRequest(program=BIG, stdin=f"{n}\n", limits=Limits(timeout_s=10)))
+    assert r.status == "finished" and r.stdout == _big_expected(n) and not r.output_truncated, (r.status, len(r.stdout))
+    r = await pool.execute(ExecRequest(program=BIG, stdin=f"{n}\n", limits=Limits(timeout_s=10, output_bytes=1 << 20)))
+    assert r.status == "output_limit", r.status
+    assert 0 < len(r.stdout) <= 1 << 20 and _big_expected(n).startswith(r.stdout), len(r.stdout)
