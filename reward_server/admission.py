@@ -6,8 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import math
 import time
+
+# Set by the gateway for each request: fires when its client disconnects.
+client_gone: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar("client_gone", default=None)
+
+
+class ClientGone(Exception):
+    """The request's client disconnected while its job waited for a slot: the job never starts."""
 
 
 class Admission:
@@ -18,6 +26,8 @@ class Admission:
         self.admitted = 0  # accepted, not yet answered
         self.running = 0  # holding a slot
         self.draining = False
+        self.answered = 0  # jobs that ran to an answer
+        self.cancelled = 0  # accepted jobs cut off before their answer (shutdown past its grace)
         self._slots = asyncio.Semaphore(max_inflight)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -38,15 +48,46 @@ class Admission:
         self._idle.clear()
         return True
 
-    def release(self, n: int = 1) -> None:
+    def release(self, n: int = 1, cancelled: bool = False) -> None:
+        if cancelled:
+            self.cancelled += n
+        else:
+            self.answered += n
         self.admitted -= n
         if self.admitted <= 0:
             self.admitted = 0
             self._idle.set()
 
+    async def _acquire(self) -> None:
+        """A slot, or ClientGone when the request's client leaves first (a job whose answer
+        nobody will read must not hold the queue up for those still waiting)."""
+        gone = client_gone.get()
+        if gone is None or not self._slots.locked():
+            await self._slots.acquire()
+            return
+        if gone.is_set():
+            raise ClientGone
+        acq = asyncio.ensure_future(self._slots.acquire())
+        left = asyncio.ensure_future(gone.wait())
+        try:
+            await asyncio.wait({acq, left}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # cancelled while waiting: never keep a slot nobody will release
+            left.cancel()
+            if acq.done() and not acq.cancelled():
+                self._slots.release()
+            else:
+                acq.cancel()
+            raise
+        left.cancel()
+        if acq.done() and not acq.cancelled():
+            return
+        acq.cancel()
+        raise ClientGone
+
     @contextlib.asynccontextmanager
     async def slot(self):
-        async with self._slots:
+        await self._acquire()
+        try:
             self.running += 1
             t0 = time.perf_counter()
             try:
@@ -54,6 +95,8 @@ class Admission:
             finally:
                 self.running -= 1
                 self._job_s = 0.9 * self._job_s + 0.1 * (time.perf_counter() - t0)
+        finally:
+            self._slots.release()
 
     def retry_after(self, n: int = 1) -> int:
         """Seconds until roughly n more jobs would fit: the backlog divided by the throughput."""
@@ -61,8 +104,12 @@ class Admission:
         est = backlog * self._job_s / max(1, self.max_inflight)
         return max(math.ceil(self.min_retry_after_s), min(60, math.ceil(est)))
 
+    def begin_drain(self) -> None:
+        """Refuse new work from now on (503); what was accepted runs on."""
+        self.draining = True
+
     async def drain(self, timeout: float) -> bool:
-        """Stop accepting; wait until every accepted job has been answered."""
+        """Stop accepting; wait until no accepted job is left (answered or cancelled)."""
         self.draining = True
         try:
             await asyncio.wait_for(self._idle.wait(), timeout)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import typer
+from pydantic import ValidationError
 
 from reward_server.settings import Settings
 
@@ -59,18 +60,25 @@ def serve(
             except json.JSONDecodeError:
                 opts[k] = v
         overrides["sandbox_options"] = opts
-    settings = Settings(**overrides)
+    try:
+        settings = Settings(**overrides)
+    except ValidationError as e:  # e.g. an empty --auth-token: refuse to start, say why
+        raise typer.BadParameter(str(e)) from None
     if socket_dir:  # merged into options from flags or REWARD_SERVER_SANDBOX_OPTIONS
         settings.sandbox_options["socket_dir"] = socket_dir
     configure_logging(settings.log_level, settings.log_json)
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,
-        access_log=False,
-        timeout_graceful_shutdown=settings.shutdown_grace_s or None,
-    )
+    application = create_app(settings)
+
+    class _Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:  # SIGTERM/SIGINT: refuse new work at once (503)
+            adm = getattr(application.state, "admission", None)
+            if adm is not None:
+                adm.begin_drain()
+            super().handle_exit(sig, frame)
+
+    config = uvicorn.Config(application, host=settings.host, port=settings.port, log_config=None,
+                            access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_s or None)
+    _Server(config).run()
 
 
 @app.command()

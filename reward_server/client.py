@@ -10,7 +10,10 @@ Large batches are split into requests of at most `max_batch` items, sent concurr
 spread over the base URLs (least busy first). A request that gets 429 (honouring
 `Retry-After`), 5xx, a timeout or a connection error is retried with exponential backoff and
 jitter, on another server when there is one; other 4xx errors raise `RewardServerError` at
-once (they will not get better). Results come back in item order.
+once (they will not get better). Within an answered batch only the items that came back
+`infra_error` are sent again (`item_retries` rounds, default 1), never the whole batch.
+Results come back in item order. The retry decision is `_Core._decide`, written once; the
+sync and async clients only do IO around it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -28,9 +32,28 @@ import httpx
 from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
 from reward_server.settings import Weights
 
-__all__ = ["AsyncRewardClient", "RewardClient", "RewardServerError", "ScoreItem", "ScoreResult"]
+__all__ = ["AsyncRewardClient", "ClientStats", "RewardClient", "RewardServerError", "ScoreItem", "ScoreResult"]
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
+_BUG_RETRIES = 1  # a 500 is the server's bug: tried once more (it may be a proxy's hiccup), not max_retries times
+
+
+@dataclass
+class ClientStats:
+    """What the client sent: HTTP requests (first tries and retries) and items sent again."""
+
+    requests: int = 0
+    request_retries: int = 0
+    item_retries: int = 0
+
+
+@dataclass(frozen=True)
+class _Decision:
+    """After one attempt: `done`, or `retry` after `delay` seconds, or raise `error`."""
+
+    action: str  # "done" | "retry" | "fail"
+    delay: float = 0.0
+    error: Exception | None = None
 
 
 class RewardServerError(RuntimeError):
@@ -66,7 +89,8 @@ class _Core:
     """URL choice, backoff and response parsing shared by both clients."""
 
     def __init__(self, base_urls: str | Sequence[str], token: str | None, timeout: float, max_batch: int,
-                 max_retries: int, backoff_base: float, backoff_max: float, max_concurrency: int):
+                 max_retries: int, backoff_base: float, backoff_max: float, max_concurrency: int,
+                 item_retries: int = 1):
         urls = [base_urls] if isinstance(base_urls, str) else list(base_urls)
         urls = [_norm_url(u) for part in urls for u in part.split(",") if u.strip()]
         if not urls:
@@ -81,6 +105,8 @@ class _Core:
         self.backoff_base = backoff_base
         self.backoff_max = backoff_max
         self.max_concurrency = max_concurrency
+        self.item_retries = item_retries
+        self.stats = ClientStats()
         self._busy = dict.fromkeys(urls, 0)
         self._cool_until = dict.fromkeys(urls, 0.0)
         self._rr = 0
@@ -129,6 +155,43 @@ class _Core:
         except ValueError:
             return None
 
+    def _decide(self, attempt: int, url: str, resp: httpx.Response | None, exc: Exception | None) -> _Decision:
+        """The one retry policy: transport errors and RETRY_STATUS answers are retried with
+        backoff (the server cools down meanwhile) until `max_retries` (a 500 only once); any
+        other answer is final."""
+        with self._lock:
+            self.stats.requests += 1
+        if resp is not None and resp.status_code == 200:
+            return _Decision("done")
+        if exc is not None:
+            err: Exception = RewardServerError(f"{url}: {type(exc).__name__}: {exc}")
+            retry_after = None
+        else:
+            assert resp is not None
+            err = self._error(resp)
+            if resp.status_code not in RETRY_STATUS or (resp.status_code == 500 and attempt >= _BUG_RETRIES):
+                return _Decision("fail", error=err)
+            retry_after = self._retry_after(resp)
+        if attempt >= self.max_retries:
+            return _Decision("fail", error=err)
+        delay = self._backoff(attempt, retry_after)
+        self._cool(url, delay)
+        with self._lock:
+            self.stats.request_retries += 1
+        return _Decision("retry", delay, err)
+
+    def _failed(self, results: list[ScoreResult]) -> list[int]:
+        """Indices of items worth sending again: the sandbox failed on them (infra_error)."""
+        return [i for i, r in enumerate(results) if r.status == "infra_error"]
+
+    def _merge(self, results: list[ScoreResult], pending: list[int], again: list[ScoreResult]) -> list[int]:
+        """Put the retried items' results in place; returns what still failed."""
+        with self._lock:
+            self.stats.item_retries += len(pending)
+        for i, r in zip(pending, again, strict=True):
+            results[i] = r
+        return [i for i, r in zip(pending, again, strict=True) if r.status == "infra_error"]
+
     def _chunks(self, items: list[dict]) -> list[list[dict]]:
         return [items[i:i + self.max_batch] for i in range(0, len(items), self.max_batch)]
 
@@ -170,8 +233,10 @@ class AsyncRewardClient(_Core):
         backoff_max: float = 30.0,
         max_concurrency: int = 8,
         transport: httpx.AsyncBaseTransport | None = None,
+        item_retries: int = 1,
     ):
-        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency)
+        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency,
+                         item_retries)
         limits = httpx.Limits(max_connections=max(16, max_concurrency * 2), max_keepalive_connections=max(16, max_concurrency * 2))
         self._http = httpx.AsyncClient(headers=self.headers, timeout=timeout, limits=limits, transport=transport)
 
@@ -198,7 +263,7 @@ class AsyncRewardClient(_Core):
 
         async def one(chunk: list[dict]) -> list[ScoreResult]:
             async with sem:
-                return await self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+                return await self._score_chunk(chunk, weights, extract)
 
         parts = await asyncio.gather(*(one(c) for c in chunks))
         return [r for part in parts for r in part]
@@ -208,31 +273,36 @@ class AsyncRewardClient(_Core):
         return await self._post(path, body, None)
 
     async def _post(self, path: str, body: dict, n: int | None):
-        last: Exception | None = None
         avoid = None
         for attempt in range(self.max_retries + 1):
             url, wait = self._pick(avoid)
+            resp = exc = None
             try:
                 if wait > 0:
                     await asyncio.sleep(wait)
                 try:
                     resp = await self._http.post(url + path, json=body)
                 except httpx.TransportError as e:
-                    last = RewardServerError(f"{url}: {type(e).__name__}: {e}")
-                    self._cool(url, self._backoff(attempt, None))
-                    avoid = url
-                    continue
+                    exc = e
             finally:
                 self._done(url)
-            if resp.status_code == 200:
+            d = self._decide(attempt, url, resp, exc)
+            if d.action == "done":
                 return self._parse(resp, n) if n is not None else resp.json()
-            if resp.status_code not in RETRY_STATUS:
-                raise self._error(resp)
-            last = self._error(resp)
-            delay = self._backoff(attempt, self._retry_after(resp))
-            self._cool(url, delay)
+            if d.action == "fail":
+                raise d.error
             avoid = url
-        raise last or RewardServerError("retries exhausted")
+        raise RewardServerError("retries exhausted")
+
+    async def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any) -> list[ScoreResult]:
+        results = await self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+        pending = self._failed(results)
+        for _ in range(self.item_retries):
+            if not pending:
+                break
+            again = await self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract), len(pending))
+            pending = self._merge(results, pending, again)
+        return results
 
 
 class RewardClient(_Core):
@@ -249,8 +319,10 @@ class RewardClient(_Core):
         backoff_max: float = 30.0,
         max_concurrency: int = 8,
         transport: httpx.BaseTransport | None = None,
+        item_retries: int = 1,
     ):
-        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency)
+        super().__init__(base_urls, token, timeout, max_batch, max_retries, backoff_base, backoff_max, max_concurrency,
+                         item_retries)
         limits = httpx.Limits(max_connections=max(16, max_concurrency * 2), max_keepalive_connections=max(16, max_concurrency * 2))
         self._http = httpx.Client(headers=self.headers, timeout=timeout, limits=limits, transport=transport)
         self._pool: ThreadPoolExecutor | None = None
@@ -277,38 +349,43 @@ class RewardClient(_Core):
             return []
         chunks = self._chunks(payload)
         if len(chunks) == 1:
-            return self._post("/v1/score", self._body(chunks[0], weights, extract), len(chunks[0]))
+            return self._score_chunk(chunks[0], weights, extract)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="reward-client")
-        futs = [self._pool.submit(self._post, "/v1/score", self._body(c, weights, extract), len(c)) for c in chunks]
+        futs = [self._pool.submit(self._score_chunk, c, weights, extract) for c in chunks]
         return [r for f in futs for r in f.result()]
 
     def post_json(self, path: str, body: dict) -> Any:
         return self._post(path, body, None)
 
     def _post(self, path: str, body: dict, n: int | None):
-        last: Exception | None = None
         avoid = None
         for attempt in range(self.max_retries + 1):
             url, wait = self._pick(avoid)
+            resp = exc = None
             try:
                 if wait > 0:
                     time.sleep(wait)
                 try:
                     resp = self._http.post(url + path, json=body)
                 except httpx.TransportError as e:
-                    last = RewardServerError(f"{url}: {type(e).__name__}: {e}")
-                    self._cool(url, self._backoff(attempt, None))
-                    avoid = url
-                    continue
+                    exc = e
             finally:
                 self._done(url)
-            if resp.status_code == 200:
+            d = self._decide(attempt, url, resp, exc)
+            if d.action == "done":
                 return self._parse(resp, n) if n is not None else resp.json()
-            if resp.status_code not in RETRY_STATUS:
-                raise self._error(resp)
-            last = self._error(resp)
-            delay = self._backoff(attempt, self._retry_after(resp))
-            self._cool(url, delay)
+            if d.action == "fail":
+                raise d.error
             avoid = url
-        raise last or RewardServerError("retries exhausted")
+        raise RewardServerError("retries exhausted")
+
+    def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any) -> list[ScoreResult]:
+        results = self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+        pending = self._failed(results)
+        for _ in range(self.item_retries):
+            if not pending:
+                break
+            again = self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract), len(pending))
+            pending = self._merge(results, pending, again)
+        return results

@@ -76,4 +76,9 @@ class Metrics:
         self.rejected = Counter(
             "reward_server_rejected", "requests refused before any work", ["reason"], registry=r
         )
+        self.hack_attempts = Counter(
+            "reward_server_hack_attempts",
+            "items whose candidate tried a reward hack, by kind (sandbox.runner.flags; docs/SERVER.md)",
+            ["kind"], registry=r,
+        )
         r.register(_LiveCollector(admission, pool))

@@ -8,12 +8,15 @@ error naming its field instead of four union branches.
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from reward_server.settings import Weights
-from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, StdioTests
+from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, StdioTests, escape_surrogates
+
+log = logging.getLogger("reward_server.schemas")
 
 __all__ = [
     "CodeDetail",
@@ -180,6 +183,12 @@ class ScoreResult(BaseModel):
     status: Literal["ok", "infra_error"]
     detail: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        """Every string serialisable: a lone surrogate (from a runner, a grader, a client) is escaped."""
+        return escape_surrogates(v) if isinstance(v, dict) else v
+
 
 class ScoreResponse(BaseModel):
     model_config = ConfigDict(
@@ -211,3 +220,17 @@ class ScoreResponse(BaseModel):
     )
 
     results: list[ScoreResult]
+
+
+def encode_results(results: list[ScoreResult]) -> bytes:
+    """`{"results": [...]}` as JSON, one item at a time: an item that cannot be written (a bug)
+    becomes that item's infra_error, never a failed batch."""
+    parts: list[bytes] = []
+    for r in results:
+        try:
+            parts.append(r.model_dump_json().encode())
+        except Exception as e:  # noqa: BLE001  (any serialiser failure is the same bug)
+            log.error("result of item %r not serialisable: %s", r.id, type(e).__name__)
+            parts.append(ScoreResult(id=r.id, reward=None, status="infra_error",
+                                     detail={"error": "internal: result not serialisable"}).model_dump_json().encode())
+    return b'{"results":[' + b",".join(parts) + b"]}"

@@ -1,5 +1,11 @@
-"""Scoring items: code through the sandbox pool, math through the math grader. Shared by
-`/v1/score` and the compatibility endpoints."""
+"""The one service every route goes through: limits, admission, then scoring (code through
+the sandbox pool, math through the math grader) or a single execution (`/run_code`).
+
+A route parses its body (`reward_server.body`), turns it into items, and calls `score` or
+`execute`; caps, 429/503/504 and infra errors are decided here once, so a compat route
+cannot get them wrong. CPU work on model text (code extraction) runs in worker threads, so
+the event loop keeps answering health checks whatever a completion holds.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,16 @@ import logging
 import time
 from typing import Any
 
+from reward_server.admission import ClientGone
+from reward_server.errors import InvalidRequest, RequestRejected, error
 from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
+from sandbox.jobs import ExecRequest, ExecResult, escape_surrogates
 
 log = logging.getLogger("reward_server.scoring")
+
+_MAX_ERRORS = 20
 
 
 def load_math_module():
@@ -38,6 +49,15 @@ def _infra_error_type():
         return RuntimeError
 
 
+def raw_test_count(task: Any) -> int:
+    """How many tests a not yet validated task (plain JSON) declares: its cases or asserts."""
+    tests = task.get("tests") if isinstance(task, dict) else None
+    if not isinstance(tests, dict):
+        return 0
+    seq = tests.get("cases", tests.get("asserts"))
+    return len(seq) if isinstance(seq, list) else 0
+
+
 def count_tests(task: CodeTask) -> int:
     t = task.tests
     if t.kind == "assert":
@@ -55,36 +75,119 @@ class Scorer:
         self.metrics = metrics
         self.infra_error = _infra_error_type()
 
+    # ------------------------------------------------------------------ the road in
+    async def score(
+        self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None,
+        field: str = "items",
+    ) -> list[ScoreResult]:
+        """Check the caps, admit the items (429 when full), grade them; results in item order."""
+        self.check_limits(items, field)
+        self.admit(len(items))
+        return await self.score_items(items, weights, extract)
+
+    async def execute(self, req: ExecRequest) -> ExecResult:
+        """One `/run_code` execution: queued up to the admission bound, then 504 (which verl
+        retries; a 429 it would score as a failure). InfraError propagates to the route."""
+        self.admit(1, full_status=504)
+        cancelled = False
+        try:
+            async with self.admission.slot():
+                return await self.pool.execute(req)
+        except (asyncio.CancelledError, ClientGone):
+            cancelled = True
+            raise
+        finally:
+            self.admission.release(1, cancelled=cancelled)
+
+    def admit(self, n: int, full_status: int = 429) -> None:
+        """Accept n jobs now or refuse the request: `full_status` when over capacity, 503 while
+        starting or shutting down."""
+        adm = self.admission
+        if adm.draining:
+            raise RequestRejected(503, "server is shutting down", retry_after=1, reason="shutting_down")
+        if not adm.try_admit(n):
+            raise RequestRejected(
+                full_status, f"over capacity: {adm.admitted} jobs accepted, limit {adm.limit}; retry later",
+                retry_after=adm.retry_after(n), reason="overloaded",
+            )
+
+    def check_raw_tasks(self, tasks: list[tuple[list, Any]]) -> None:
+        """Caps that must hold before a task is validated (validating a 300 000-case task holds
+        the interpreter for most of a second): `(loc, task JSON)` pairs, 422 naming each."""
+        cap = self.settings.max_tests_per_item
+        errors = [error(loc, f"at most {cap} test cases per task, got {n}", "too_long")
+                  for loc, t in tasks if (n := raw_test_count(t)) > cap]
+        if errors:
+            raise InvalidRequest(errors[:_MAX_ERRORS])
+
+    def check_limits(self, items: list[ScoreItem], field: str = "items") -> None:
+        """The server's caps on each item (422 naming the field); the item count was checked
+        before the body was validated."""
+        s = self.settings
+        if len(items) > s.max_items_per_request:
+            raise InvalidRequest([error([field], f"at most {s.max_items_per_request} items per request, got {len(items)}", "too_long")])
+        errors: list[dict] = []
+        for i, it in enumerate(items):
+            c = it.completion
+            if len(c) > s.max_code_bytes or (len(c) * 4 > s.max_code_bytes and len(c.encode("utf-8", "surrogatepass")) > s.max_code_bytes):
+                errors.append(error([field, i, "completion"], f"longer than {s.max_code_bytes} bytes", "too_long"))
+            t = it.task
+            if isinstance(t, MathTask):
+                if t.model_extra and self.math_module is not None:
+                    try:
+                        self.math_module.MathOptions.model_validate(t.model_extra)
+                    except ValueError as e:
+                        errors.extend(error([field, i, "task", *err["loc"]], err["msg"], err["type"]) for err in e.errors())
+            else:
+                if t.timeout_s is not None and t.timeout_s > s.max_timeout_s:
+                    errors.append(error([field, i, "task", "timeout_s"], f"at most {s.max_timeout_s}", "less_than_equal"))
+                if t.memory_mb is not None and t.memory_mb > s.max_memory_mb:
+                    errors.append(error([field, i, "task", "memory_mb"], f"at most {s.max_memory_mb}", "less_than_equal"))
+            if len(errors) >= _MAX_ERRORS:
+                break
+        if errors:
+            raise InvalidRequest(errors)
+
+    # ------------------------------------------------------------------ grading
     async def score_items(
         self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None
     ) -> list[ScoreResult]:
         """Grade already-admitted items concurrently; results in item order. Releases one
-        admission unit per item as it finishes."""
+        admission unit per item as it finishes. One item's failure is its own result."""
         w = weights or self.settings.default_weights
         return list(await asyncio.gather(*(self._one(it, w, extract) for it in items)))
 
     async def _one(self, item: ScoreItem, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
         t0 = time.perf_counter()
         kind = item.task.type
+        cancelled = False
         try:
             if isinstance(item.task, MathTask):
                 res = await self._math(item)
             else:
                 res = await self._code(item, item.task, weights, extract)
+        except asyncio.CancelledError:  # shutdown past its grace: counted, never scored
+            cancelled = True
+            raise
+        except ClientGone:  # its client left before the job started: never run, never scored
+            cancelled = True
+            res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": "client gone"})
         except Exception as e:  # a bug, not the candidate's fault: never score it as a failure
             log.exception("grading failed for item %r", item.id)
-            res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": f"internal: {e!r}"})
+            res = ScoreResult(id=item.id, reward=None, status="infra_error", detail={"kind": kind, "error": f"internal: {type(e).__name__}"})
         finally:
-            self.admission.release(1)
+            self.admission.release(1, cancelled=cancelled)
         m = self.metrics
         m.items.labels(kind, res.status).inc()
         m.item_latency.labels(kind).observe(time.perf_counter() - t0)
         if res.reward is not None:
             m.rewards.labels(kind).observe(res.reward)
+        for flag in res.detail.get("flags", ()):
+            m.hack_attempts.labels(flag).inc()
         return res
 
     async def _code(self, item: ScoreItem, task: CodeTask, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
-        program, mode = extract_code(item.completion, extract)
+        program, mode = await asyncio.to_thread(extract_code, item.completion, extract)
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
             n = count_tests(task)
@@ -92,10 +195,10 @@ class Scorer:
                 "kind": "code", "syntax_ok": False, "runs": False, "passed": 0, "total": n,
                 "tests": [{"status": "skipped", "time_s": 0.0, "message": "no code"}] * n,
                 "load_message": "no code found in the completion", "extract_mode": mode, "code_chars": 0,
-                "wall_s": 0.0, "runner": "",
+                "wall_s": 0.0, "runner": "", "flags": [],
             }
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
-        job = build_job(program, task)
+        job = build_job(escape_surrogates(program), task)
         try:
             async with self.admission.slot():
                 result = await self.pool.run(job)

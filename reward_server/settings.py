@@ -8,20 +8,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SandboxKind = Literal["auto", "docker", "bwrap", "socketdir"]
 
 
 class Weights(BaseModel):
-    """Reward shaping for code: `syntax*syntax_ok + runtime*runs + tests*passed/total`."""
+    """Reward shaping for code: `syntax*syntax_ok + runtime*runs + tests*passed/total`, minus
+    `flag_penalty` when the runner flagged a reward-hack attempt. Finite numbers only: an
+    infinite weight would make every reward null or infinite."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    syntax: float = Field(0.1, ge=0, description="weight of `syntax_ok` (the program compiles)")
-    runtime: float = Field(0.1, ge=0, description="weight of `runs` (its top level executes cleanly)")
-    tests: float = Field(0.8, ge=0, description="weight of the passed fraction of tests")
+    syntax: float = Field(0.1, ge=0, le=1e6, description="weight of `syntax_ok` (the program compiles)")
+    runtime: float = Field(0.1, ge=0, le=1e6, description="weight of `runs` (its top level executes cleanly)")
+    tests: float = Field(0.8, ge=0, le=1e6, description="weight of the passed fraction of tests")
+    flag_penalty: float = Field(
+        0.0, ge=0, le=1e6,
+        description="subtracted from a code item's reward when `detail.flags` is not empty (what the "
+        "candidate tried, see docs/SERVER.md); 0 leaves rewards exactly what the verdicts give",
+    )
 
 
 class Settings(BaseSettings):
@@ -42,6 +49,9 @@ class Settings(BaseSettings):
     max_items_per_request: int = Field(4096, ge=1)
     max_body_bytes: int = Field(64 << 20, ge=1024)
     max_code_bytes: int = Field(256 << 10, ge=64, description="largest completion per item")
+    max_tests_per_item: int = Field(
+        4096, ge=1, description="test cases or asserts per task; checked on the raw body, before validation"
+    )
     max_timeout_s: float = Field(30.0, gt=0, le=120, description="ceiling for a task's per-test timeout_s")
     max_memory_mb: int = Field(4096, ge=16, le=16384, description="ceiling for a task's memory_mb")
 
@@ -55,6 +65,14 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(None, description="when set, every route but the health checks needs it")
 
     default_weights: Weights = Field(default_factory=Weights)
+
+    @field_validator("auth_token")
+    @classmethod
+    def _token_not_blank(cls, v: SecretStr | None) -> SecretStr | None:
+        """An empty token must not quietly mean "no auth": refuse to start instead."""
+        if v is not None and not v.get_secret_value().strip():
+            raise ValueError("auth_token is empty; unset it (no auth) or set a real token")
+        return v
 
     log_level: str = "info"
     log_json: bool = True

@@ -6,14 +6,51 @@ the server never hands the runner, or reads back, anything malformed.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import posixpath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from sandbox.runner import codec
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
 TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
+
+
+def escape_surrogates(value: Any) -> Any:
+    """`value` with every lone surrogate in its strings (dict keys included) written as a
+    backslash escape: a runner (or a client) can hand back text that is not valid Unicode,
+    and one such string must not make a whole response unserialisable."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, list | tuple):
+        return [escape_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {escape_surrogates(k): escape_surrogates(v) for k, v in value.items()}
+    return value
+
+
+def has_surrogates(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
 
 class Limits(BaseModel):
     """Per-test resource limits applied inside the sandbox."""
@@ -83,9 +120,12 @@ class CallCase(BaseModel):
     args: list[Any] = Field(default_factory=list)
     kwargs: dict[str, Any] = Field(default_factory=dict)
     expected: Any = None
+    also_expected: list[Any] = Field(default_factory=list, max_length=8, description=(
+        "other answers that also pass this case, compared by the same rules (e.g. verl/TACO's "
+        "one-element list output [x], which verl's prime_code also accepts as x)"))
     unordered: bool | None = Field(None, description="this case's answer is a collection in any order (None: the tests' default)")
 
-    @field_serializer("args", "kwargs", "expected")
+    @field_serializer("args", "kwargs", "expected", "also_expected")
     def _frame_safe(self, value: Any) -> Any:
         """Ints past 4300 digits go to the runner in hexadecimal (a JSON frame cannot hold them)."""
         return codec.to_json(value)
@@ -120,6 +160,11 @@ class TestResult(BaseModel):
     time_s: float = 0.0
     message: str = ""
 
+    @field_validator("message", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return escape_surrogates(v)
+
 class JobResult(BaseModel):
     syntax_ok: bool
     runs: bool
@@ -134,10 +179,65 @@ class JobResult(BaseModel):
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return escape_surrogates(v)
+
+# Caps on what /run_code-style requests may place in or take from the scratch directory.
+MAX_PATH_CHARS = 1024
+MAX_NAME_BYTES = 255  # one path component, as the kernel counts it
+MAX_FILES = 256
+MAX_FILES_BYTES = 32 << 20  # decoded, all files together
+MAX_FETCH_FILES = 32
+
+
+def scratch_path(path: str) -> str:
+    """The normal form of a path inside the scratch directory, or ValueError saying why it is
+    not one (absolute, escaping, empty, NUL, not valid Unicode, over-long)."""
+    if not isinstance(path, str):
+        raise ValueError("a path must be a string")
+    if has_surrogates(path):
+        raise ValueError("path is not valid Unicode (lone surrogate)")
+    if "\0" in path:
+        raise ValueError("path contains a NUL character")
+    if len(path) > MAX_PATH_CHARS:
+        raise ValueError(f"path longer than {MAX_PATH_CHARS} characters")
+    if path.startswith("/"):
+        raise ValueError("path must be relative to the scratch directory")
+    norm = posixpath.normpath(path)
+    if norm in ("", ".") or norm == ".." or norm.startswith("../"):
+        raise ValueError("path must name a file inside the scratch directory")
+    for part in norm.split("/"):
+        if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+            raise ValueError(f"a path component is longer than {MAX_NAME_BYTES} bytes")
+    return norm
+
+
 class ExecFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    path: str = Field(description="relative to the scratch directory")
+    path: str = Field(description="relative to the scratch directory; stored in normal form")
     content_b64: str
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        return scratch_path(v)
+
+    @field_validator("content_b64")
+    @classmethod
+    def _b64(cls, v: str) -> str:
+        try:
+            base64.b64decode(v.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error, ValueError):
+            raise ValueError("content_b64 is not valid base64") from None
+        return v
+
+    @property
+    def size(self) -> int:
+        """Decoded size in bytes, from the encoded length (no decode)."""
+        n = len(self.content_b64)
+        return n // 4 * 3 - self.content_b64[-2:].count("=") if n else 0
 
 class ExecRequest(BaseModel):
     """Run a program once with stdin and files (SandboxFusion's /run_code semantics)."""
@@ -146,9 +246,46 @@ class ExecRequest(BaseModel):
     program: str
     language: Literal["python"] = "python"
     stdin: str = ""
-    files: list[ExecFile] = Field(default_factory=list)
-    fetch_files: list[str] = Field(default_factory=list)
+    files: list[ExecFile] = Field(default_factory=list, max_length=MAX_FILES)
+    fetch_files: list[Annotated[str, AfterValidator(scratch_path)]] = Field(default_factory=list, max_length=MAX_FETCH_FILES)
     limits: Limits = Field(default_factory=Limits)
+
+    @field_validator("program", mode="before")
+    @classmethod
+    def _program(cls, v: Any) -> Any:
+        return escape_surrogates(v)  # model text: escaped like a string literal, never a crash
+
+    @field_validator("stdin")
+    @classmethod
+    def _stdin(cls, v: str) -> str:
+        if has_surrogates(v):
+            raise ValueError("stdin is not valid Unicode (lone surrogate)")
+        return v
+
+    @field_validator("fetch_files")
+    @classmethod
+    def _fetch(cls, v: list[str]) -> list[str]:
+        """Each normal form once: aliases of one file (`d/../f`, `./f`) are read once."""
+        return list(dict.fromkeys(v))
+
+    @model_validator(mode="after")
+    def _tree(self) -> ExecRequest:
+        seen: set[str] = set()
+        dirs: set[str] = set()
+        total = 0
+        for f in self.files:
+            if f.path in seen:
+                raise ValueError(f"files: {f.path!r} is given twice (after normalising the path)")
+            seen.add(f.path)
+            parts = f.path.split("/")
+            dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+            total += f.size
+        clash = sorted(seen & dirs)
+        if clash:
+            raise ValueError(f"files: {clash[0]!r} is both a file and a directory")
+        if total > MAX_FILES_BYTES:
+            raise ValueError(f"files: {total} bytes in all, at most {MAX_FILES_BYTES}")
+        return self
 
 class ExecResult(BaseModel):
     status: Literal["finished", "error", "timeout", "memory", "output_limit"]
@@ -161,3 +298,8 @@ class ExecResult(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="fetched files, base64")
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return escape_surrogates(v)

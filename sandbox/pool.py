@@ -83,12 +83,16 @@ class _Conn:
             self.writer.close()
 
 
+HEALTH_MISSES = 3  # health ticks in a row without an answer before a live runner is replaced
+
+
 class _Runner:
     def __init__(self, handle: RunnerHandle) -> None:
         self.handle = handle
         self.idle: collections.deque[_Conn] = collections.deque()
         self.in_flight = 0
         self.alive = True
+        self.unanswered = 0  # health ticks in a row on which neither connection answered
 
     def drop_connections(self) -> None:
         for c in self.idle:
@@ -408,13 +412,22 @@ class SandboxPool:
             for i, r in enumerate(list(self.runners)):
                 if r is None:
                     self._schedule_replace(i)
-                elif r.alive and not await self._healthy(r):
-                    log.warning("runner %s failed its health check", r.handle.ident)
-                    self._mark_dead(r)
+                elif r.alive:
+                    verdict = await self._healthy(r)
+                    if verdict is None:
+                        r.unanswered += 1  # alive by its host, slow to answer: a busy machine
+                    else:
+                        r.unanswered = 0
+                    if verdict is False or r.unanswered >= HEALTH_MISSES:
+                        log.warning("runner %s failed its health check", r.handle.ident)
+                        self._mark_dead(r)
             if self.dynamic:
                 await self._discover()
 
-    async def _healthy(self, r: _Runner) -> bool:
+    async def _healthy(self, r: _Runner) -> bool | None:
+        """True: it answered; False: its host says it is gone; None: alive by its host, but no
+        connection answered in time (counted: only HEALTH_MISSES such ticks in a row replace it,
+        so a loaded machine's slow fork of a fresh supervisor is never a dead runner)."""
         if not await self.host.is_alive(r.handle):
             return False
         if not r.idle:
@@ -424,7 +437,7 @@ class SandboxPool:
             await asyncio.wait_for(self._ping(conn), self.health_timeout)
         except Exception:  # noqa: BLE001 - busy (a long cleanup) or broken: that connection only
             conn.close()
-            return await self._answers(r, check_host=False)
+            return True if await self._answers(r, check_host=False) else None
         r.idle.append(conn)
         return True
 

@@ -3,16 +3,14 @@ sandbox job, and shape the runner's per-test verdicts into one reward."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from reward_server.schemas import CodeTask, ExtractOptions
 from reward_server.settings import Weights
-from sandbox.jobs import Job, JobResult, Limits
+from sandbox.jobs import AssertCheckTests, Job, JobResult, Limits
 
-# An opening fence: three or more backticks, an optional info string, end of line.
-_FENCE_OPEN = re.compile(r"^[ \t]*(`{3,})[ \t]*([\w+.#-]*)[^\n`]*\n", re.MULTILINE)
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
+_LANG_CHARS = frozenset("+.#-_")
 
 
 @dataclass(frozen=True)
@@ -22,22 +20,53 @@ class Block:
     closed: bool
 
 
+def _opening(line: str) -> tuple[int, str] | None:
+    """(backticks, language) when `line` opens a fence: optional blanks, three or more
+    backticks, an info string without backticks (its first word is the language)."""
+    s = line.lstrip(" \t")
+    ticks = len(s) - len(s.lstrip("`"))
+    if ticks < 3 or "`" in s[ticks:]:
+        return None
+    info = s[ticks:].lstrip(" \t")
+    n = 0
+    while n < len(info) and (info[n].isalnum() or info[n] in _LANG_CHARS):
+        n += 1
+    return ticks, info[:n].lower()
+
+
+def _closes(line: str, ticks: int) -> bool:
+    s = line.strip(" \t")
+    return len(s) >= ticks and s.count("`") == len(s)
+
+
 def fenced_blocks(text: str) -> list[Block]:
-    """All fenced blocks in order. A last fence left open (a truncated completion) runs to the end."""
+    """All fenced blocks in order. A last fence left open (a truncated completion) runs to the end.
+
+    One pass over the lines with plain string operations (no regex), so the time is linear in
+    the text whatever the model wrote; an opening fence needs its newline, as in CommonMark.
+    """
     blocks: list[Block] = []
-    pos = 0
-    while True:
-        m = _FENCE_OPEN.search(text, pos)
-        if m is None:
-            return blocks
-        ticks, lang = m.group(1), m.group(2).lower()
-        close = re.compile(r"^[ \t]*" + ticks + r"`*[ \t]*$", re.MULTILINE)
-        c = close.search(text, m.end())
-        if c is None:
-            blocks.append(Block(lang, text[m.end():], closed=False))
-            return blocks
-        blocks.append(Block(lang, text[m.end():c.start()], closed=True))
-        pos = c.end()
+    pos, n = 0, len(text)
+    open_at = -1  # where the open block's code starts
+    ticks, lang = 0, ""
+    while pos < n:
+        end = text.find("\n", pos)
+        line_end = n if end < 0 else end
+        line = text[pos:line_end]
+        if open_at < 0:
+            fence = _opening(line) if end >= 0 else None
+            if fence is not None:
+                ticks, lang = fence
+                open_at = end + 1
+        elif _closes(line, ticks):
+            blocks.append(Block(lang, text[open_at:pos], closed=True))
+            open_at = -1
+        if end < 0:
+            break
+        pos = end + 1
+    if open_at >= 0:
+        blocks.append(Block(lang, text[open_at:], closed=False))
+    return blocks
 
 
 def strip_think(text: str) -> str:
@@ -74,7 +103,12 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         update["memory_mb"] = task.memory_mb
     if update:
         limits = limits.model_copy(update=update)
-    return Job(program=task.prefix + program, language=task.language, tests=task.tests, limits=limits)
+    tests = task.tests
+    if task.prefix and isinstance(tests, AssertCheckTests) and not (tests.prompt or tests.helpers):
+        # a HumanEval prompt given as the program's prefix is also the task's: its helpers
+        # (HumanEval/38's encode_cyclic) then run on the trusted side, not the program's
+        tests = tests.model_copy(update={"prompt": task.prefix})
+    return Job(program=task.prefix + program, language=task.language, tests=tests, limits=limits)
 
 
 def shape_reward(result: JobResult, weights: Weights) -> float:
@@ -82,12 +116,16 @@ def shape_reward(result: JobResult, weights: Weights) -> float:
     that compiles, runs and passes everything scores exactly `sum(weights)` (1.0 by default).
 
     With no tests at all (total == 0) the test term counts as passed only if the program runs.
+    A job the runner flagged (`result.flags`, what the candidate tried) loses `weights.flag_penalty`
+    (default 0). Every test status but `passed` (`protocol_error` included) is a failed test.
     """
     if result.total > 0:
         frac = result.passed / result.total
     else:
         frac = 1.0 if (result.syntax_ok and result.runs) else 0.0
     r = weights.syntax * float(result.syntax_ok) + weights.runtime * float(result.runs) + weights.tests * frac
+    if result.flags:
+        r -= weights.flag_penalty
     return round(r, 10)
 
 
@@ -104,4 +142,5 @@ def code_detail(result: JobResult, mode: str, code_chars: int) -> dict:
         "code_chars": code_chars,
         "wall_s": round(result.wall_s, 6),
         "runner": result.runner,
+        "flags": list(result.flags),
     }

@@ -3,25 +3,47 @@
 As root, bwrap runs without a user namespace so the runner keeps just the capabilities it
 needs to drop each job to a uid of its own (distinct uids are what stop one job from
 signalling another, and make RLIMIT_NPROC a per-job limit). Every other namespace is new,
-the root file system holds only read-only system and interpreter directories, /tmp is a
-small tmpfs, and the runner dies with its parent.
+the root file system holds only what the interpreter needs, read-only (its binary, its
+standard library without site-packages, and the shared libraries it and its extension
+modules link, found at start-up with ldd), /tmp is a small tmpfs, and the runner dies with
+its parent. Per runner, the host also
+- leases a block of uids unique on the machine (`sandbox.runner.uidlease`), the runner's
+  --uid-base;
+- gives each slot a scratch tmpfs of its own with byte and inode quotas, mounted in a
+  private mount namespace before bwrap starts (`mountns.py`: bwrap cannot set nr_inodes);
+- makes a memory cgroup per slot (cgroup v1 or v2 where writable), bound into the sandbox,
+  which the slot's spawner joins: one job's processes share one memory cap.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import json
 import os
+import re
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+from sandbox.runner import limits as runner_limits
+from sandbox.runner import uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
-RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER")
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# SETPCAP: the spawner empties the bounding set
+RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
 CODE_ROOT = "/opt/verireward"
+SCRATCH_BASE = "/tmp/sbx"
+MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controller, else v2
+MEMCG_PARENT = "verireward"
+MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
+FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 
 
 def bwrap_path() -> str:
@@ -45,13 +67,66 @@ def _ancestors(path: str) -> list[str]:
     return out
 
 
+_LDD_PATH = re.compile(r"(/\S+) \(0x")
+
+
+@functools.cache
+def interpreter_files(python: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """(directories, files, symlinks) the interpreter needs, as found on this host: its
+    standard library (site-packages hidden separately), its binary, and every shared library
+    it or an extension module in lib-dynload links (ldd), with each symlink on their paths
+    (/lib64 -> usr/lib64 ...) to be made again in the sandbox."""
+    probe = ("import json, os, sys, sysconfig; p = sysconfig.get_paths(); print(json.dumps({"
+             "'exe': os.path.realpath(sys.executable), 'stdlib': p['stdlib'], 'platstdlib': p['platstdlib'],"
+             "'dynload': sysconfig.get_config_var('DESTSHARED') or ''}))")
+    info = json.loads(subprocess.run([python, "-I", "-S", "-c", probe], capture_output=True, text=True,
+                                     check=True, timeout=60).stdout)
+    dirs = {os.path.realpath(info["stdlib"]), os.path.realpath(info["platstdlib"])}
+    objects = [info["exe"]]
+    if info["dynload"] and os.path.isdir(info["dynload"]):
+        objects += sorted(str(p) for p in Path(info["dynload"]).glob("*.so"))
+    needed: set[str] = set()
+    if shutil.which("ldd") is None:  # cannot tell which libraries: the system's library dirs
+        dirs |= {os.path.realpath(d) for d in FALLBACK_LIB_DIRS if os.path.isdir(d)}
+        objects = objects[:0]
+    for i in range(0, len(objects), 64):
+        out = subprocess.run(["ldd", *objects[i : i + 64]], capture_output=True, text=True, timeout=60).stdout
+        needed.update(m.group(1) for m in _LDD_PATH.finditer(out))
+    links: dict[str, str] = {}
+    files: set[str] = set()
+    for path in sorted(needed | {info["exe"]}):
+        _resolve_into(os.path.normpath(path), links, files)
+    files = {f for f in files if not any(f.startswith(d + "/") for d in dirs)}
+    return tuple(sorted(dirs)), tuple(sorted(files)), tuple(sorted(links.items()))
+
+
+def _resolve_into(path: str, links: dict[str, str], files: set[str], depth: int = 0) -> None:
+    """Record the first symlink on `path` (and, recursively, on its target); the real file last."""
+    parts = path.split("/")
+    for i in range(2, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if depth < 40 and os.path.islink(prefix):
+            target = os.readlink(prefix)
+            links[prefix] = target
+            resolved = os.path.normpath(os.path.join(os.path.dirname(prefix), target))
+            rest = "/".join(parts[i:])
+            _resolve_into(os.path.join(resolved, rest) if rest else resolved, links, files, depth + 1)
+            return
+    if os.path.exists(path):
+        files.add(path)
+
+
 SHM_MODE = "01733"  # write and search for all, list for nobody, sticky: a job finds only the names it made
 
 
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
+                  uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
                   shm_mb: int = 64) -> list[str]:
+    """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
+    slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
+    the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it."""
     python = python or os.path.realpath(sys.executable)
-    prefix = os.path.realpath(sys.base_prefix)
+    dirs, files, links = interpreter_files(python)
     cmd = [bwrap_path()]
     if os.geteuid() != 0:
         cmd += ["--unshare-user"]
@@ -64,21 +139,28 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "LANG", "C.UTF-8",
     ]
-    for d in SYSTEM_DIRS:
-        if os.path.lexists(d):
-            cmd += ["--ro-bind-try", d, d] if not os.path.islink(d) else ["--symlink", os.readlink(d), d]
-    binds: list[tuple[str, str]] = []
-    if not any(prefix == d or prefix.startswith(d + "/") for d in SYSTEM_DIRS):
-        binds.append((prefix, prefix))
+    binds: list[tuple[str, str]] = [(d, d) for d in dirs] + [(f, f) for f in files]
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
+    link_paths = {p for p, _ in links}
     made: set[str] = set()
+    for path, _target in links:  # parents of the links first, then the links (shallow first)
+        for anc in _ancestors(path):
+            if anc not in made and anc not in link_paths:
+                cmd += ["--perms", "0755", "--dir", anc]
+                made.add(anc)
+    for path, target in sorted(links, key=lambda pt: pt[0].count("/")):
+        cmd += ["--symlink", target, path]
     for _src, dst in binds:
         for anc in _ancestors(dst):
-            if anc not in made and not any(anc == d for d in SYSTEM_DIRS):
+            if anc not in made and anc not in link_paths:
                 cmd += ["--perms", "0755", "--dir", anc]
                 made.add(anc)
     for src, dst in binds:
         cmd += ["--ro-bind", src, dst]
+    for d in dirs:  # the standard library without the host's installed packages
+        site = os.path.join(d, "site-packages")
+        if os.path.isdir(site):
+            cmd += ["--perms", "0555", "--tmpfs", site, "--remount-ro", site]
     cmd += [
         "--proc", "/proc",
         "--dev", "/dev",
@@ -88,8 +170,12 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
         "--bind", socket_dir, "/run/sandbox",
-        "--chdir", "/",
     ]
+    if scratch_dir is not None:
+        cmd += ["--bind", scratch_dir, SCRATCH_BASE]
+    if memcg_dir is not None:
+        cmd += ["--bind", memcg_dir, runner_limits.JOB_CGROUP_DIR]
+    cmd += ["--chdir", "/"]
     if os.geteuid() == 0:
         cmd += ["--cap-drop", "ALL"]
         for cap in RUNNER_CAPS:
@@ -97,38 +183,144 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     cmd += [
         "--", python, "-I", "-S", "-c",
         f"import sys; sys.path.insert(0, {CODE_ROOT!r}); from sandbox.runner.server import main; main()",
-        "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", "/tmp/sbx",
-        "--hide-prefix", CODE_ROOT,
+        "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", SCRATCH_BASE,
+        "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base),
     ]
     return cmd
+
+
+def scratch_mounts(scratch_dir: str, *, slots: int, slot_mb: int, slot_inodes: int) -> list[str]:
+    """mountns.py arguments: a small tmpfs for the scratch base itself (the supervisor's
+    fallback directories land there), then one per slot with its own quotas."""
+    args = ["--tmpfs", scratch_dir, str(16 << 20), "4096", "0711"]
+    for k in range(slots):
+        args += ["--tmpfs", os.path.join(scratch_dir, f"s{k}"), str(slot_mb << 20), str(slot_inodes), "0700"]
+    return args
+
+
+def memcg_root() -> str | None:
+    """Where this host may make memory cgroups (cgroup v1's memory controller, or a v2
+    hierarchy with the memory controller), or None."""
+    for root in MEMCG_ROOTS:
+        if os.path.exists(os.path.join(root, "memory.limit_in_bytes")) or (
+            root == "/sys/fs/cgroup" and os.path.exists(os.path.join(root, "cgroup.subtree_control"))
+        ):
+            if os.access(root, os.W_OK):
+                return root
+    return None
+
+
+def make_memcg(base: int, slots: int) -> str | None:
+    """The runner's memory cgroup (named after its uid block) with one child per slot."""
+    root = memcg_root()
+    if root is None or os.geteuid() != 0:
+        return None
+    parent = os.path.join(root, MEMCG_PARENT)
+    path = os.path.join(parent, f"uid-{base}")
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.path.exists(os.path.join(root, "memory.limit_in_bytes")):  # v2: delegate memory
+            for d in (root, parent, path):
+                runner_limits.write_control(os.path.join(d, "cgroup.subtree_control"), "+memory")
+        for k in range(slots):
+            os.makedirs(os.path.join(path, f"s{k}"), exist_ok=True)
+    except OSError:
+        remove_memcg(path)
+        return None
+    return path
+
+
+def remove_memcg(path: str | None, wait_s: float = 0.0) -> None:
+    """Remove a runner's cgroups (children first); waits up to `wait_s` for its last processes."""
+    if not path:
+        return
+    deadline = time.monotonic() + wait_s
+    while True:
+        with contextlib.suppress(OSError):
+            for child in os.listdir(path):
+                if os.path.isdir(os.path.join(path, child)):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(path, child))
+        with contextlib.suppress(OSError):
+            os.rmdir(path)
+        if not os.path.exists(path) or time.monotonic() >= deadline:
+            return
+        time.sleep(0.05)
+
+
+def remove_orphan_memcgs() -> None:
+    """Cgroups of runners whose uid lease nobody holds any more (a crashed server's)."""
+    root = memcg_root()
+    if root is None:
+        return
+    parent = os.path.join(root, MEMCG_PARENT)
+    with contextlib.suppress(OSError):  # no lease directory either: nothing of ours to judge
+        for name in os.listdir(parent):
+            if name.startswith("uid-") and name[4:].isdigit() and not uidlease.held(int(name[4:])):
+                remove_memcg(os.path.join(parent, name))
 
 
 class BwrapHost(Host):
     kind = "bwrap"
 
-    def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0) -> None:
+    def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
+                 scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True) -> None:
         self.slots = slots
         self.tmp_mb = tmp_mb
+        self.scratch_mb = scratch_mb
+        self.scratch_inodes = scratch_inodes
+        self.job_memory_cgroup = job_memory_cgroup
         self.start_timeout = start_timeout
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        self.handles: dict[str, RunnerHandle] = {}
+        remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
+        uidlease.sweep()
+
+    def runner_command(self, sock_dir: str, lease: uidlease.UidLease, scratch_dir: str, memcg: str | None) -> list[str]:
+        python = os.path.realpath(sys.executable)
+        quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
+        cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
+                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg)
+        if not quota:
+            return cmd
+        mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
+                                slot_inodes=self.scratch_inodes)
+        return [python, "-I", "-S", str(MOUNTNS), *mounts, "--", *cmd]
 
     async def start_runner(self, index: int) -> RunnerHandle:
         sock_dir = os.path.join(self.root, f"runner-{index}-{os.urandom(3).hex()}")
         os.makedirs(sock_dir, mode=0o700)
-        log = open(os.path.join(self.root, f"runner-{index}.log"), "ab")  # noqa: SIM115 - kept by the process
-        proc = await asyncio.create_subprocess_exec(
-            *bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            start_new_session=True,
-        )
-        log.close()
+        scratch_dir = sock_dir + "-scratch"
+        os.makedirs(scratch_dir, mode=0o700)
+        try:
+            lease = uidlease.lease(self.slots)
+        except OSError as exc:
+            raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
+        memcg = make_memcg(lease.base, self.slots) if self.job_memory_cgroup else None
+        try:
+            # the first call scans the interpreter's libraries (ldd, ~0.3 s): off the event loop
+            cmd = await asyncio.to_thread(self.runner_command, sock_dir, lease, scratch_dir, memcg)
+            with open(os.path.join(self.root, f"runner-{index}.log"), "ab") as log:
+                proc = await asyncio.create_subprocess_exec(
+                    *cmd,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+        except (OSError, subprocess.SubprocessError, ValueError) as exc:
+            remove_memcg(memcg)
+            lease.release()
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise RunnerStartError(f"could not start a bwrap runner: {exc}") from exc
         handle = RunnerHandle(index=index, socket_path=os.path.join(sock_dir, RUNNER_SOCKET),
-                              ident=f"bwrap-{index}-pid{proc.pid}", pid=proc.pid, extra={"dir": sock_dir})
+                              ident=f"bwrap-{index}-pid{proc.pid}", pid=proc.pid,
+                              extra={"dir": sock_dir, "scratch": scratch_dir, "lease": lease, "memcg": memcg,
+                                     "uid_base": lease.base})
         self.procs[handle.ident] = proc
+        self.handles[handle.ident] = handle
         try:
             await wait_for_socket(handle.socket_path, self.start_timeout, alive=lambda: self.is_alive(handle))
         except RunnerStartError:
@@ -142,6 +334,7 @@ class BwrapHost(Host):
 
     async def stop_runner(self, handle: RunnerHandle) -> None:
         proc = self.procs.pop(handle.ident, None)
+        handle = self.handles.pop(handle.ident, handle)
         if proc is not None and proc.returncode is None:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -151,7 +344,14 @@ class BwrapHost(Host):
                 await asyncio.wait_for(proc.wait(), 5)
             except asyncio.TimeoutError:
                 pass
+        # the runner's pid namespace dies with bwrap: its processes are gone or going
+        await asyncio.to_thread(remove_memcg, handle.extra.get("memcg"), 2.0)
+        lease = handle.extra.get("lease")
+        if lease is not None:
+            lease.release()  # only now: no process of its uids is left to clash with
         shutil.rmtree(handle.extra.get("dir", ""), ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.rmdir(handle.extra.get("scratch", ""))
 
     async def close(self) -> None:
         for ident in list(self.procs):

@@ -4,21 +4,33 @@ Hardening (each flag and what it buys is listed in README): no network, read-onl
 a small tmpfs for scratch, every capability dropped except the few the runner needs to
 drop each job to a uid of its own and clean up after it, no-new-privileges, and pids,
 memory and CPU limits. The runner's socket directory is the only bind mount besides the
-(read-only) runner code.
+(read-only) runner code. Each slot's scratch is a tmpfs of its own with byte and inode
+quotas, and each runner's uids are a block leased machine-wide (`sandbox.runner.uidlease`).
+
+Runners belong to a pool by a random token (label `verireward.pool`), never by a PID (a
+PID means nothing across PID namespaces: a server in a container would take every other
+server's runners for orphans). A pool holds an flock on `pool-<token>.lock` in the uid
+lease directory for as long as it lives; another pool removes a runner only when it is not
+running, or when it sees the same lease directory (same device and inode) and that lock is
+free (its owner is gone). Where it cannot tell, it leaves the runner alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import shutil
 import tempfile
 import uuid
 
+from sandbox.runner import uidlease
+
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
-RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER"]
+# SETPCAP: the spawner empties the bounding set before it forks any candidate
+RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP"]
 DEFAULT_IMAGE = "verireward-sandbox:latest"
 LABEL = "verireward.runner"
 
@@ -35,6 +47,8 @@ class DockerHost(Host):
         cpus: float = 1.0,
         pids: int = 512,
         tmp_mb: int = 256,
+        scratch_mb: int = 256,
+        scratch_inodes: int = 16384,
         shm_mb: int = 64,
         mount_source: bool = True,
         start_timeout: float = 60.0,
@@ -48,14 +62,23 @@ class DockerHost(Host):
         self.cpus = cpus
         self.pids = pids
         self.tmp_mb = tmp_mb
+        self.scratch_mb = scratch_mb
+        self.scratch_inodes = scratch_inodes
         self.shm_mb = shm_mb
         self.mount_source = mount_source
         self.start_timeout = start_timeout
-        self.pool_id = uuid.uuid4().hex[:12]
+        self.pool_id = uuid.uuid4().hex
         self.root = tempfile.mkdtemp(prefix="verireward-docker-")
         os.chmod(self.root, 0o700)
         self.containers: dict[str, object] = {}
+        self.leases: dict[str, uidlease.UidLease] = {}
+        self.lease_dir = uidlease.lease_dir()
+        self.lease_dir_id = _dir_id(self.lease_dir)
+        self.owner_lock = os.path.join(self.lease_dir, f"pool-{self.pool_id}.lock")
+        self._owner_fd = os.open(self.owner_lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        fcntl.flock(self._owner_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this pool lives
         self._remove_orphans()
+        uidlease.sweep()
 
     @staticmethod
     def default_image() -> str:
@@ -74,17 +97,38 @@ class DockerHost(Host):
             return False
 
     def _remove_orphans(self) -> None:
-        """Containers left by a server process that no longer exists on this machine."""
+        """Runners of other pools whose owner is gone (see the module docstring)."""
         try:
-            for c in self.client.containers.list(all=True, filters={"label": LABEL}):
-                owner = c.labels.get("verireward.owner_pid", "")
-                if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
-                    with contextlib.suppress(Exception):
-                        c.remove(force=True)
+            found = self.client.containers.list(all=True, filters={"label": LABEL})
         except Exception:  # noqa: BLE001 - best effort
-            pass
+            return
+        for c in found:
+            if self.orphaned(c.labels, c.status):
+                with contextlib.suppress(Exception):
+                    c.remove(force=True)
 
-    def container_options(self, sock_dir: str, index: int) -> dict:
+    def orphaned(self, labels: dict, status: str) -> bool:
+        """Whether a runner container (by its labels and status) belongs to a dead pool."""
+        if labels.get("verireward.pool") == self.pool_id:
+            return False
+        if status in ("exited", "dead"):
+            return True  # stopped: nobody's runner any more (a live pool never keeps one)
+        if labels.get("verireward.lease_dir") != self.lease_dir_id:
+            return False  # its owner's lock is somewhere we cannot see: not ours to judge
+        lock = labels.get("verireward.owner_lock", "")
+        if os.path.dirname(lock) != self.lease_dir:
+            return False
+        return not _locked(lock)
+
+    def taken_uid_bases(self) -> set[int]:
+        """uid blocks of live runner containers (of any pool), to skip when leasing."""
+        try:
+            found = self.client.containers.list(filters={"label": LABEL})
+        except Exception:  # noqa: BLE001
+            return set()
+        return {int(b) for c in found if (b := c.labels.get("verireward.uid_base", "")).isdigit()}
+
+    def container_options(self, sock_dir: str, index: int, uid_base: int = 20000) -> dict:
         volumes = {sock_dir: {"bind": "/run/sandbox", "mode": "rw"}}
         if self.mount_source:
             volumes[str(PACKAGE_DIR)] = {"bind": "/opt/verireward/sandbox", "mode": "ro"}
@@ -95,7 +139,7 @@ class DockerHost(Host):
             ],
             "command": [
                 "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(self.slots),
-                "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward",
+                "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward", "--uid-base", str(uid_base),
             ],
             "detach": True,
             "name": f"verireward-runner-{self.pool_id}-{index}-{uuid.uuid4().hex[:4]}",
@@ -104,13 +148,20 @@ class DockerHost(Host):
             "network_mode": "none",
             "read_only": True,
             # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
-            # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores
-            # and shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's
-            # (ipc none), mode 1733: a job finds only the names it made; cleaned after each job.
+            # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores and
+            # shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's (ipc
+            # none), mode 1733: a job finds only the names it made; cleaned after each job.
+            # Each slot's scratch is a tmpfs of its own: one job filling it (bytes or inodes)
+            # gives no other ENOSPC, and its clean-up is bounded by its inode count.
             "tmpfs": {
-                "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,mode=755",
-                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
+                "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,nr_inodes=4096,mode=755",
+                **{
+                    f"/scratch/sbx/s{k}": f"rw,nosuid,nodev,size={self.scratch_mb}m,"
+                                          f"nr_inodes={self.scratch_inodes},mode=700"
+                    for k in range(self.slots)
+                },
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
+                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
             },
             "ipc_mode": "none",
             "volumes": volumes,
@@ -122,22 +173,32 @@ class DockerHost(Host):
             "memswap_limit": f"{self.memory_mb}m",
             "nano_cpus": int(self.cpus * 1e9),
             "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
-            "labels": {LABEL: "1", "verireward.pool": self.pool_id, "verireward.owner_pid": str(os.getpid())},
+            "labels": {
+                LABEL: "1", "verireward.pool": self.pool_id, "verireward.owner_lock": self.owner_lock,
+                "verireward.lease_dir": self.lease_dir_id, "verireward.uid_base": str(uid_base),
+            },
         }
 
     async def start_runner(self, index: int) -> RunnerHandle:
         sock_dir = os.path.join(self.root, f"runner-{index}-{uuid.uuid4().hex[:6]}")
         os.makedirs(sock_dir, mode=0o700)
         try:
+            lease = uidlease.lease(self.slots, taken=await asyncio.to_thread(self.taken_uid_bases))
+        except OSError as exc:
+            shutil.rmtree(sock_dir, ignore_errors=True)
+            raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
+        try:
             container = await asyncio.to_thread(
-                self.client.containers.run, self.image, **self.container_options(sock_dir, index)
+                self.client.containers.run, self.image, **self.container_options(sock_dir, index, lease.base)
             )
         except Exception as exc:  # noqa: BLE001 - docker raises many kinds
             shutil.rmtree(sock_dir, ignore_errors=True)
+            lease.release()
             raise RunnerStartError(f"docker could not start a runner from {self.image}: {exc}") from exc
         handle = RunnerHandle(index=index, socket_path=os.path.join(sock_dir, RUNNER_SOCKET),
-                              ident=container.name, extra={"dir": sock_dir, "id": container.id})
+                              ident=container.name, extra={"dir": sock_dir, "id": container.id, "uid_base": lease.base})
         self.containers[handle.ident] = container
+        self.leases[handle.ident] = lease
         try:
             await wait_for_socket(handle.socket_path, self.start_timeout, alive=lambda: self.is_alive(handle))
         except RunnerStartError:
@@ -163,11 +224,40 @@ class DockerHost(Host):
         if container is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(container.remove, force=True)
+        lease = self.leases.pop(handle.ident, None)
+        if lease is not None:
+            lease.release()  # the container and its processes are gone
         shutil.rmtree(handle.extra.get("dir", ""), ignore_errors=True)
 
     async def close(self) -> None:
         for ident in list(self.containers):
             await self.stop_runner(RunnerHandle(0, "", ident))
         shutil.rmtree(self.root, ignore_errors=True)
+        if self._owner_fd >= 0:
+            with contextlib.suppress(OSError):
+                os.unlink(self.owner_lock)
+            os.close(self._owner_fd)
+            self._owner_fd = -1
         with contextlib.suppress(Exception):
             self.client.close()
+
+
+def _dir_id(path: str) -> str:
+    """Which directory this is, the same string wherever it is seen (bind mounts included)."""
+    st = os.stat(path)
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _locked(path: str) -> bool:
+    """Whether someone holds an flock on `path` now (False when it is gone)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)

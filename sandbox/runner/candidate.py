@@ -224,6 +224,7 @@ def _enter_jail(msg: dict) -> None:
             nofile=lim["nofile"],
             cpu_s=lim["cpu_s"],
         )
+    limits.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
     limits.drop_privileges(msg["uid"])
 
 

@@ -45,8 +45,9 @@ class MalformedFrame(FrameError):
 
 
 def encode_frame(obj: Any, errors: str = "surrogatepass") -> bytes:
-    """One frame. `errors="replace"` makes the body valid UTF-8 whatever strings it holds
-    (lone surrogates become "?"), for a peer that must re-serialise them."""
+    """One frame. `errors="backslashreplace"` makes the body valid UTF-8 whatever strings it
+    holds: a lone surrogate inside a JSON string becomes its `\\udXXX` escape, which the peer's
+    JSON decoder reads back as the same character (and its models then escape for good)."""
     data = _encode(obj).encode("utf-8", errors)
     return HEADER.pack(len(data)) + data
 

@@ -248,19 +248,57 @@ def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> Non
 
 
 def make_scratch(base: str, name: str, uid: int) -> str:
-    """A fresh, empty directory owned by `uid` (whatever was left at that path is removed)."""
+    """A fresh, empty directory owned by `uid` (whatever was left at that path is removed).
+    Where the host made the path a file system of its own (a tmpfs per slot with byte and
+    inode quotas: one job filling it cannot give another ENOSPC), it is emptied instead."""
     path = os.path.join(base, name)
     try:
         os.mkdir(path, mode=0o700)
     except FileExistsError:
-        remove_tree(path)
-        os.mkdir(path, mode=0o700)
+        if not is_mount(path):
+            remove_tree(path)
+            os.mkdir(path, mode=0o700)
+        else:
+            remove_tree(path)
+            os.chmod(path, 0o700)
     if can_switch_uid():
         os.chown(path, uid, uid)
     return path
 
 
+@functools.cache  # the host mounts the slots' file systems before the runner starts
+def is_mount(path: str) -> bool:
+    return os.path.ismount(path)
+
+
+def scratch_full(path: str) -> bool:
+    """Whether the job filled its scratch (bytes or inodes): the SCRATCH_FULL flag. Two
+    words from statvfs, to be asked after the job and before `remove_tree`; meaningful
+    where the scratch is a file system of its own, so a scratch that is not answers False."""
+    if not is_mount(path):
+        return False
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    if st.f_files and st.f_favail == 0:
+        return True
+    return bool(st.f_blocks) and st.f_bavail * st.f_frsize < max(SCRATCH_FULL_BYTES, st.f_blocks * st.f_frsize // 100)
+
+
+SCRATCH_FULL_BYTES = 64 << 10  # less than this free (or 1% of the size) counts as full
+
+
 def remove_tree(path: str) -> None:
+    """Delete `path` and everything under it; a mount point is only emptied."""
+    if is_mount(path):
+        try:
+            entries = os.listdir(path)
+        except OSError:
+            return
+        for entry in entries:
+            _remove_any(os.path.join(path, entry))
+        return
     try:
         os.rmdir(path)  # most jobs leave their scratch directory empty
         return
@@ -268,9 +306,23 @@ def remove_tree(path: str) -> None:
         return
     except OSError:
         pass
+    _remove_any(path)
+
+
+def _remove_any(path: str) -> None:
+    try:
+        if not os.path.isdir(path) or os.path.islink(path):
+            os.unlink(path)
+            return
+    except OSError:
+        pass
     shutil.rmtree(path, ignore_errors=True)
     if os.path.lexists(path):
         # a job can make directories even their owner may not list or empty (mode 000)
+        try:
+            os.chmod(path, 0o700)
+        except OSError:
+            pass
         for root, dirs, _files in os.walk(path):  # never enters links
             for d in dirs:
                 sub = os.path.join(root, d)
@@ -280,8 +332,66 @@ def remove_tree(path: str) -> None:
                     os.chmod(sub, 0o700)
                 except OSError:
                     pass
-        try:
-            os.chmod(path, 0o700)
-        except OSError:
-            pass
         shutil.rmtree(path, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- job memory cgroup
+JOB_CGROUP_DIR = "/run/vr-memcg"  # where the bwrap host binds this runner's memory cgroup
+_job_cgroup: str | None = None
+
+
+def join_job_cgroup(scratch: str | None) -> bool:
+    """Move this process (the slot's spawner, so every candidate it forks) into the slot's
+    memory cgroup the host made (JOB_CGROUP_DIR/s<slot>, named as the slot's scratch), where
+    there is one. The aggregate memory cap per job is then set by `cap_job_memory`."""
+    global _job_cgroup
+    if scratch is None:
+        return False
+    path = os.path.join(JOB_CGROUP_DIR, os.path.basename(scratch))
+    if not write_control(os.path.join(path, "cgroup.procs"), str(os.getpid())):
+        return False
+    _job_cgroup = path
+    return True
+
+
+OOM_SCORE_ADJ = "/proc/self/oom_score_adj"
+
+
+def oom_kill_me_first() -> None:
+    """A fresh candidate: the OOM killer's first choice (+1000; raising needs no privilege).
+    Its Landlock domain keeps it from writing the file again (seccomp.make_ruleset), so a job
+    that re-execs a small process and fills memory with pages in nobody's RSS (tmpfs, pipes)
+    cannot make the spawner, the largest process of the cgroup or container, the one killed."""
+    write_control(OOM_SCORE_ADJ, "1000")
+
+
+def cap_job_memory() -> None:
+    """In a fresh candidate (still root): the slot's cgroup limit becomes this job's memory
+    limit (its RLIMIT_AS, set on it by the supervisor), for all its processes together."""
+    if _job_cgroup is None:
+        return
+    want = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if want == resource.RLIM_INFINITY:
+        return
+    mem = os.path.join(_job_cgroup, "memory.limit_in_bytes")
+    if write_control(mem, str(want)):
+        write_control(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))
+    elif write_control(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want)):
+        write_control(mem, str(want))  # it was above the old memsw limit: memsw had to grow first
+    elif write_control(os.path.join(_job_cgroup, "memory.max"), str(want)):  # cgroup v2
+        write_control(os.path.join(_job_cgroup, "memory.swap.max"), "0")
+
+
+def write_control(path: str, text: str) -> bool:
+    """Write a short value to a kernel control file (cgroup, /proc); False if it refused."""
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError:
+        return False
+    try:
+        os.write(fd, text.encode())
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -139,9 +139,17 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--socket", help="unix socket path to listen on")
     where.add_argument("--socket-dir", help="listen on DIR/<hostname>.sock (replicas sharing one volume)")
     p.add_argument("--slots", type=int, default=8, help="connections (jobs) served at once")
-    p.add_argument("--uid-base", type=int, default=20000, help="first uid for job processes (2 per slot)")
+    p.add_argument("--uid-base", default="20000",
+                   help="first uid for job processes (2 per slot), or 'auto': lease a block no other runner on "
+                        "the machine uses (sandbox.runner.uidlease; replicas must share its lease directory)")
     p.add_argument("--scratch", default="/tmp/sbx", help="directory for per-job scratch directories")
     p.add_argument("--hide-prefix", default="\0", help="sys.path entries to drop in candidates")
     a = p.parse_args(argv)
     path = a.socket or os.path.join(a.socket_dir, f"{socket.gethostname()}.sock")
-    serve(path, slots=a.slots, uid_base=a.uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix)
+    lease = None
+    if a.uid_base == "auto":
+        from . import uidlease
+
+        lease = uidlease.lease(a.slots)  # held (the lock open) for as long as we serve
+    uid_base = lease.base if lease else int(a.uid_base)
+    serve(path, slots=a.slots, uid_base=uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix)

@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Protocol
 
-from . import framing, limits
+from . import flags, framing, limits
 from .children import Children, InfraFailure
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
@@ -79,7 +79,7 @@ class Supervisor:
 
     def emit(self, obj: dict) -> None:
         # valid UTF-8 whatever a candidate's strings hold: the server re-serialises them
-        framing.send_frame(self.conn, obj, errors="replace")
+        framing.send_frame(self.conn, obj, errors="backslashreplace")
 
     def run_job(self, msg: dict) -> None:
         ch = self.ch
@@ -101,6 +101,8 @@ class Supervisor:
             job.run()
             job.stop()
             summary = job.answer()
+            if limits.scratch_full(scratch):  # before the cleanup empties it
+                summary["flags"] = sorted({*summary.get("flags", ()), flags.SCRATCH_FULL})
             meter = ch.meter
             summary["wall_s"] = round(time.monotonic() - t0, 6)
             summary["stdout"] = meter.kept["stdout"].decode("utf-8", "replace")

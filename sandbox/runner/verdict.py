@@ -655,10 +655,11 @@ def plan_call(chan: Channel, spec: dict) -> list[Unit]:
         unordered = default_unordered if unordered is None else bool(unordered)
         args, kwargs = codec.from_json(case.get("args", [])), codec.from_json(case.get("kwargs", {}))
         expected = codec.from_json(case.get("expected"))
+        also = [codec.from_json(a) for a in case.get("also_expected") or ()]
 
-        def run(args=args, kwargs=kwargs, expected=expected, unordered=unordered) -> None:
+        def run(args=args, kwargs=kwargs, expected=expected, also=also, unordered=unordered) -> None:
             got = fn(*args, **kwargs)
-            if not codec.values_equal(got, expected, tol, unordered):
+            if not any(codec.values_equal(got, want, tol, unordered) for want in [expected, *also]):
                 raise AssertionError(f"expected {_short(expected)}, got {_short(got)}")
 
         units.append(run)

@@ -30,7 +30,10 @@ def test_multiple_boxes():
     c = r"The roots are \boxed{2} and \boxed{-3}."
     assert check(c, "-3 and 2", {})["reward"] == 1.0  # the reference lists several answers
     assert check(c, "2, -3", {})["reward"] == 1.0
-    assert check(c, "-3, 2", {})["reward"] == 0.0  # a plain comma list in the reference is ordered
+    # a plain comma list in the reference is ordered, unless the completion's own words make its list
+    # a set of answers ("the roots are")
+    assert check(c, "-3, 2", {})["reward"] == 1.0
+    assert check(r"We get \boxed{2} and \boxed{-3}.", "-3, 2", {})["reward"] == 0.0
     assert check(c, "-3", {})["reward"] == 1.0  # otherwise the last box counts
     assert check(c, "2", {})["reward"] == 0.0
 

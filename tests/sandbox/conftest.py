@@ -6,6 +6,7 @@ import os
 import pytest_asyncio
 
 from sandbox import ExecRequest, Job, Limits, make_pool
+from sandbox.runner.uidlease import UID_HI, UID_LO
 from tests.conftest import kind_params
 
 
@@ -53,7 +54,7 @@ async def probe(pool, program: str, timeout_s: float = 5.0, **kw) -> str:
     return r.stdout + r.stderr
 
 
-def host_job_processes(uid_lo: int = 20000, uid_hi: int = 20100) -> list[int]:
+def host_job_processes(uid_lo: int = UID_LO, uid_hi: int = UID_HI) -> list[int]:
     """Processes on this machine left from jobs (containers share the host's uids): any
     process of a candidate uid (uid_lo + 2*slot), and any process of a verdict uid (one
     above) other than a supervisor's one long-lived verdict process: a direct child of a

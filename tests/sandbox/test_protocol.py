@@ -276,8 +276,9 @@ async def test_fetch_aliases_are_read_once_within_a_total_cap(pool):
     program = "open('f', 'wb').write(b'x' * 600_000)\nimport os\nos.mkdir('d0')\n"
     aliases = ["f", "./f", "d0/../f", "d0/./../f", "d0//../f"] * 40
     async with no_runner_lost(pool):
-        r = await pool.execute(ExecRequest(program=program, fetch_files=aliases,
-                                           limits=Limits(output_bytes=1 << 20)))
+        # past the request model (which refuses duplicate paths): the runner dedupes on its own
+        r = await pool.execute(ExecRequest.model_construct(program=program, stdin="", files=[], fetch_files=aliases,
+                                                           limits=Limits(output_bytes=1 << 20), language="python"))
     assert r.status == "finished", r
     assert list(r.files) == ["f"] and len(base64.b64decode(r.files["f"])) == 600_000, sorted(r.files)[:5]
     two = "open('a', 'wb').write(b'a' * 800_000)\nopen('b', 'wb').write(b'b' * 800_000)\n"
@@ -286,6 +287,16 @@ async def test_fetch_aliases_are_read_once_within_a_total_cap(pool):
                                                 limits=Limits(output_bytes=1 << 20)))
     # the total stays within the cap: the first whole, the second left out
     assert list(capped.files) == ["a"] and "b" not in capped.stderr, sorted(capped.files)
+
+
+async def test_fetch_paths_out_of_scratch_are_refused_by_the_runner(pool):
+    """Past the request model (which names the field): the runner reads nothing outside the scratch."""
+    program = "open('out.txt', 'w').write('ok')\nimport os\nos.symlink('/etc/passwd', 'link')\n"
+    async with no_runner_lost(pool):
+        r = await pool.execute(ExecRequest.model_construct(
+            program=program, stdin="", files=[], limits=Limits(), language="python",
+            fetch_files=["out.txt", "../../etc/passwd", "/etc/passwd", "link", "missing"]))
+    assert r.status == "finished" and r.files == {"out.txt": base64.b64encode(b"ok").decode()}, r
 
 
 async def test_surrogate_stdin_and_program_do_not_crash(pool):
@@ -335,7 +346,9 @@ time.sleep(4)
 async def test_long_cleanup_is_not_a_dead_runner(kind):
     """A job leaves many files: its connection cleans up longer than a health ping waits.
     The pool asks a fresh connection before it calls the runner dead, and finds it alive."""
-    program = ("import os\nn = 0\nfor i in range(400):\n    os.mkdir(f'd{i}')\n    for j in range(150):\n"
+    # as many files as the scratch's inode quota lets it make (the quota bounds the cleanup too)
+    program = ("import os\nn = 0\nfor i in range(400):\n    try:\n        os.mkdir(f'd{i}')\n    except OSError:\n"
+               "        break\n    for j in range(150):\n"
                "        try:\n            open(f'd{i}/{j}', 'w').close()\n            n += 1\n"
                "        except OSError:\n            break\nprint(n)\n")
     async with make_pool(kind, size=1, per_runner=1) as p:

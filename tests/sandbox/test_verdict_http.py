@@ -55,7 +55,13 @@ def batch() -> list[tuple[str, str, dict, float]]:
         "def check(candidate):\n    assert all(map(candidate, [1, 2, 3]))\n    assert candidate(1)\n")})
     counter = code({"kind": "call", "fn_name": "count", "cases": [{"args": ["aab"], "expected": {"a": 2, "b": 1}}]})
     huge = code({"kind": "assert", "asserts": ["assert g(20000) == 7**20000", "assert g(3) == 343"]})
+    # a completion-only task: the prompt is the program's prefix, and so the task's helpers too
+    he38_prefix = {**code({"kind": "assert", "test": p38["test"], "entry_point": p38["entry_point"]}),
+                   "prefix": p38["prompt"]}
+    identity = "    return s\n\ndef encode_cyclic(s):\n    return s\n"
     return [
+        ("prefix-helper", fenced(identity), he38_prefix, reward(0, 1)),
+        ("prefix-honest", fenced(p38["canonical_solution"]), he38_prefix, reward(1, 1)),
         ("shadow", fenced("def set(x):\n    return 0\ndef abs(x):\n    return 0\ndef f(x):\n    return 0\n"), shadow,
          reward(0, 2)),
         ("shadow-honest", fenced("def set(x):\n    return 0\ndef f(x):\n    return x if type(x) is list else 2 * x\n"),

@@ -53,13 +53,15 @@ class LiveServer:
         self.thread.join(timeout)
 
 
-def start_server(start_timeout: float = 120, **overrides: Any) -> LiveServer:
-    """An in-process uvicorn (own thread and event loop) around create_app(settings)."""
+def start_server(start_timeout: float = 120, pool: Any = None, graceful_s: float | None = None,
+                 **overrides: Any) -> LiveServer:
+    """An in-process uvicorn (own thread and event loop) around create_app(settings, pool)."""
     port = free_port()
     overrides.setdefault("pool_size", 2)
     settings = Settings(host="127.0.0.1", port=port, log_level="warning", **overrides)
-    app = create_app(settings)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False))
+    app = create_app(settings, pool=pool)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
+                                           timeout_graceful_shutdown=graceful_s))
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -81,6 +83,11 @@ def start_server(start_timeout: float = 120, **overrides: Any) -> LiveServer:
     url = f"http://127.0.0.1:{port}"
     wait_ready(url, deadline - time.monotonic())
     return LiveServer(url, app, server, th, settings)
+
+
+def start_server_with_pool(pool: Any, **overrides: Any) -> LiveServer:
+    """A server around a pool the caller made (and owns)."""
+    return start_server(pool=pool, **overrides)
 
 
 def wait_ready(url: str, timeout: float, headers: dict | None = None) -> None:

@@ -47,3 +47,14 @@ def test_shape_reward():
     assert shape_reward(_res(True, True, 0, 0), w) == pytest.approx(1.0)  # nothing to fail
     assert shape_reward(_res(True, False, 0, 0), w) == pytest.approx(0.1)
     assert shape_reward(_res(True, True, 1, 2), Weights(syntax=0, runtime=0, tests=1)) == pytest.approx(0.5)
+
+
+def test_protocol_error_is_a_failed_test_and_flags_cost_only_the_penalty():
+    from sandbox.jobs import TestResult  # noqa: PLC0415
+
+    tests = [TestResult(status="passed"), TestResult(status="protocol_error")]
+    r = JobResult(syntax_ok=True, runs=True, passed=1, total=2, tests=tests, flags=["malformed_frame"])
+    assert shape_reward(r, Weights()) == pytest.approx(0.6)  # flagged, no penalty asked: what the verdicts give
+    assert shape_reward(r, Weights(flag_penalty=0.5)) == pytest.approx(0.1)
+    clean = r.model_copy(update={"flags": []})
+    assert shape_reward(clean, Weights(flag_penalty=0.5)) == pytest.approx(0.6)

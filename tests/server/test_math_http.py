@@ -46,8 +46,35 @@ def test_math_options_per_task(url):
     assert res[1]["reward"] == pytest.approx(0.0)
 
 
+def test_round_two_notations_and_options_over_http(url):
+    gsm = "He buys 3 packs: 3*12 = <<3*12=36>>36 eggs.\nHe uses 8: 36-8 = <<36-8=28>>28.\n#### 28"
+    rounded = {"type": "math", "answer": "3.14", "rounded_reference": "precision"}
+    res = score(url, [
+        {"completion": "\\boxed{28}", "task": {"type": "math", "answer": gsm}},
+        {"completion": "\\boxed{\\pi}", "task": rounded},
+        {"completion": "\\boxed{\\pi}", "task": {"type": "math", "answer": "3.14"}},
+        {"completion": "The roots are -1 and 4.", "task": {"type": "math", "answer": "4, -1"}},
+        {"completion": "\\boxed{x < -2 \\text{ or } x > 2}", "task": {"type": "math", "answer": "|x| > 2"}},
+    ])
+    assert [r["reward"] for r in res] == [pytest.approx(v) for v in (1.0, 1.0, 0.0, 1.0, 1.0)]
+    assert res[1]["detail"]["reason"] == "rounds to the reference"
+
+
+def test_interval_form_over_http(url):
+    union, single = "(-\\infty,-2)\\cup(2,\\infty)", "x \\in [-2, 7]"
+    res = score(url, [
+        {"completion": "\\boxed{|x| > 2}", "task": {"type": "math", "answer": union}},
+        {"completion": "\\boxed{|x| > 2}", "task": {"type": "math", "answer": union, "interval_form": "required"}},
+        {"completion": "\\boxed{-2 \\le x \\le 7}", "task": {"type": "math", "answer": single}},
+        {"completion": "\\boxed{-2 \\le x \\le 7}", "task": {"type": "math", "answer": single, "interval_form": "either"}},
+    ])
+    assert [r["reward"] for r in res] == [pytest.approx(v) for v in (1.0, 0.0, 0.0, 1.0)]
+
+
 @pytest.mark.parametrize(("task", "field"), [
+    ({"type": "math", "answer": "1", "rounded_reference": "loose"}, "items.0.task.rounded_reference"),
     ({"type": "math", "answer": "1", "timeout_s": 10_000}, "items.0.task.timeout_s"),
+    ({"type": "math", "answer": "1", "interval_form": "loose"}, "items.0.task.interval_form"),
     ({"type": "math", "answer": "1", "no_such_option": True}, "items.0.task.no_such_option"),
     ({"type": "math", "answer": ["1"]}, "items.0.task.answer"),
 ])

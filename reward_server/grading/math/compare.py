@@ -14,9 +14,27 @@ import sympy as sp
 from sympy.core.function import AppliedUndef
 
 from .extract import extract, last_number
-from .parse import PM, Q, Ratio, Rel, Seq, SetV, SSet, Text, TooLarge, _plain, as_set, name_like, parse
+from .numwords import replace_number_words
+from .parse import (
+    GLUED_UNITS,
+    PM,
+    Logic,
+    Q,
+    Ratio,
+    Rel,
+    Seq,
+    SetV,
+    SSet,
+    Text,
+    TooLarge,
+    _plain,
+    as_set,
+    name_like,
+    parse,
+    rel_to_set,
+    rel_var,
+)
 
-_INEQ = {"<", ">", "<=", ">=", "!="}
 _CMD_NAMES = (
     "frac|dfrac|tfrac|cfrac|sqrt|boxed|left|right|begin|end|text|pi|cdot|times|infty|le|ge|leq|geq|neq|"
     "mathrm|mathbf|textbf|sin|cos|tan|log|ln|pm|cup|cap|in|approx|circ|quad|qquad|mbox|dots|ldots|cdots"
@@ -25,11 +43,18 @@ _DOUBLE_ESC = re.compile(r"(?<!\\)\\\\(?=(?:" + _CMD_NAMES + r")\b)")
 
 
 _CODE_RE = re.compile(
-    r"__\w+__|\b(?:lambda|import|exec|eval|compile|open|getattr|globals|locals|system|subprocess|range)\s*[(:]"
+    r"__[A-Za-z]\w{0,40}?__|\b(?:lambda|import|exec|eval|compile|open|getattr|globals|locals|system|subprocess|range)\s*[(:]"
     r"|\bimport\s+\w|\bfor\s+\w+\s+in\b"
 )
 
 
+# 4\,096, 1\;000\;000, 12 345 with thin/no-break spaces: one number (the separators dropped)
+_THIN_GROUPS = re.compile(r"(?<![\d.])\d{1,3}(?:(?:\\[,;: ]|\\thinspace\s*|[\u2009\u202f\u00a0])\d{3})+(?!\d)")
+_LITERAL_NL = re.compile(
+    r"\\n(?!(?:e|eq|u|um|ot|otin|abla|exists|i|ewline|mid|parallel|leq|geq|subseteq|atural|ormalsize)(?![A-Za-z]))"
+)
+_ALL_REALS = re.compile(r"(?:thesetof)?(?:all|every)?(?:the)?real(?:numbers?|s)|(?:all|every)(?:the)?reals?|allrealvalues(?:ofx)?")
+_GLUED_UNIT_RE = re.compile(r"\d(?:" + "|".join(sorted(GLUED_UNITS)) + r")(?![A-Za-z])")
 _REPEAT_RE = re.compile(r"(\d*)\.(\d*)\\(?:overline|bar)\s*\{(\d{1,12})\}")
 
 
@@ -51,8 +76,9 @@ class Opts:
         self.max_answer_chars = int(d.get("max_answer_chars", 2000))
         self.max_completion_chars = int(d.get("max_completion_chars", 200_000))
         self.list_order = d.get("list_order", "reference")
-        self.interval_form = d.get("interval_form", "required")
+        self.interval_form = d.get("interval_form", "union")
         self.exact_confirm = d.get("exact_confirm", True)
+        self.rounded_reference = d.get("rounded_reference", "exact")
 
 
 # --------------------------------------------------------------------------- normalisation
@@ -62,16 +88,44 @@ def normalize(s: str) -> str:
     if _DOUBLE_ESC.search(s):
         s = _DOUBLE_ESC.sub(r"\\", s)
         s = s.replace("\\\\\\\\", "\\\\")
-    s = s.replace("\\n", " ") if "\\n" in s and "\n" not in s and "\\ne" not in s and "\\neq" not in s else s
+    if "\\n" in s and "\n" not in s:
+        s = _LITERAL_NL.sub(" ", s)  # literal "\n" escapes, not \\neq, \\num, \\nu
     s = re.sub(r"(\d)\s*\{\s*,\s*\}\s*(?=\d{3})", r"\1", s)
     s = re.sub(r"(\d),\\!\s*(?=\d{3})", r"\1", s)
+    s = _THIN_GROUPS.sub(lambda m: re.sub(r"\D", "", m.group(0)), s)
     s = s.replace("\\!", "").replace("\\$", " ").replace("\\displaystyle", " ")
     s = _REPEAT_RE.sub(_repeating, s)
     s = s.strip()
     s = re.sub(r"^\$+|\$+$", "", s).strip()
     s = re.sub(r"(?:\\\\|\\)\s*$", "", s).strip()  # "185\"
     s = re.sub(r"[.。]+$", "", s).strip()
+    s = _GLUED_CONNECTIVE.sub(r" \1 ", s)  # x=1orx=-1, W(x)=1orW(x)=-1
+    s = _LETTER_UNION.sub(r" \\cup ", s)  # (-oo, -2) U (2, oo)
+    s = _ISO_INTERVAL.sub(_iso_interval, s)  # ]-oo, -2[ (ISO 31-11 / French notation)
+    s = re.sub(r"\\text\s*\{\s*[.,;]?\s*\}\s*$", "", s).strip()  # a trailing \text{.}
     return s
+
+
+# an interval written as in ISO 31-11, a bracket turned outward at each open end ("]a, b[" open,
+# "[a, b[" right-open); an ordinary "[a, b]" matches too and is left as it is
+_ISO_INTERVAL = re.compile(r"(?<![0-9)}])([\[\]])([^\[\](),]{1,80}),([^\[\](),]{1,80})([\[\]])")
+
+
+def _iso_interval(m: re.Match) -> str:
+    o, a, b, c = m.groups()
+    if o == "[" and c == "]":
+        return m.group(0)
+    return ("(" if o == "]" else "[") + a + "," + b + (")" if c == "[" else "]")
+
+
+# a capital U between two intervals is a union (plain-text answers)
+_LETTER_UNION = re.compile(r"(?<=[)\]])\s{0,3}(?:\\(?:text|mathrm)\s*\{\s*U\s*\}|U)\s{0,3}(?=\\left\s*[(\[]|[(\[])")
+
+
+# "or"/"and" glued between a finished value (a digit, a closing bracket) and the next relation on
+# a name ("x=", "W(x)=", "x>", "x\\le"): written without spaces, the connective merges into one word
+_GLUED_CONNECTIVE = re.compile(
+    r"(?<=[0-9)\]}])(or|and)(?=[A-Za-z][A-Za-z0-9_]{0,10}(?:\([^()=]{0,20}\))?\s{0,3}(?:[=<>]|\\(?:le|ge|ne|lt|gt)))")
 
 
 def alternatives(s: str) -> list[str]:
@@ -87,6 +141,10 @@ def alternatives(s: str) -> list[str]:
         out.insert(0, core.replace(",", "."))
     elif re.fullmatch(r"[+-]?\d{1,3}(\.\d{3})+,\d+", core):
         out.insert(0, core.replace(".", "").replace(",", "."))
+    if _ALL_REALS.fullmatch(text_key(s).lower()):
+        out.append("\\mathbb{R}")  # "all real numbers"
+    if len(s) <= 400 and (digits := replace_number_words(s)):
+        out.append(digits)  # "twelve", "two hundred and five", "three fifths"
     return out
 
 
@@ -132,7 +190,7 @@ def _exact_confirm(a, b, mag: float) -> bool:
     digits = 0
     for e in (a, b):
         for r in e.atoms(sp.Rational):
-            digits = max(digits, len(str(abs(r.p))), len(str(r.q)))
+            digits = max(digits, int(max(abs(int(r.p)), int(r.q)).bit_length() * 0.30103) + 1)
     dps = min(MAX_CONFIRM_DIGITS, 40 + 2 * digits)
     try:
         va, vb = a.evalf(dps), b.evalf(dps)
@@ -196,7 +254,41 @@ def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
     return False, "not shown equal"
 
 
+MIN_ROUNDED_SIG = 3  # a reference decimal with at least this many significant digits may be a rounding
+
+
+def _terminates(e) -> bool:
+    """A rational whose decimal expansion ends (denominator 2^a 5^b): a decimal in disguise."""
+    if not isinstance(e, sp.Rational):
+        return False
+    q = int(e.q)
+    for f in (2, 5):
+        while q % f == 0:
+            q //= f
+    return q == 1
+
+
+def rounded_match(g: Q, p: Q, o: Opts) -> bool:
+    """`rounded_reference="precision"`: a reference decimal of >= 3 significant digits (3.14, 12.57,
+    0.3333) accepts an exact answer (pi, 4pi, 1/3) that rounds to it at the reference's own precision.
+    Exact answers that are decimals in disguise (integers, 157/50) and decimal answers are not
+    covered: those keep `rel_tol`."""
+    if o.rounded_reference != "precision" or g.written is None or p.approx or g.pct or g.deg or p.pct or p.deg:
+        return False
+    places, sig = g.written
+    e = p.e
+    if sig < MIN_ROUNDED_SIG or not isinstance(e, sp.Basic) or e.free_symbols or _has_bad(e) or _terminates(e):
+        return False
+    v = _num(e)
+    if v is None or abs(v.imag) > 1e-20:
+        return False
+    half_unit = sp.Rational(1, 2) / sp.Integer(10) ** places
+    return abs(sp.Float(v.real, 30) - g.e) <= half_unit * (1 + sp.Rational(1, 10**9))
+
+
 def q_eq(g: Q, p: Q, o: Opts) -> tuple[bool, str]:
+    if rounded_match(g, p, o):
+        return True, "rounds to the reference"
     approx = g.approx or p.approx
     if g.pct and p.pct or g.deg and p.deg:
         return scalar_eq(g.e, p.e, approx, o)
@@ -240,35 +332,17 @@ def _rel_value(r: Rel):
     return None
 
 
+def _names_differ(a, b) -> bool:
+    """Two named answers whose names hold known functions and differ (\\sin x = .. vs \\cos x = ..): compare
+    the equations, not the values. Plain names may differ (x = 5 vs y = 5, f(x) = .. vs y = ..)."""
+    if not (isinstance(a, Q) and isinstance(b, Q)) or a.e == b.e:
+        return False
+    return any(isinstance(v.e, sp.Basic) and any(not isinstance(f, AppliedUndef) for f in v.e.atoms(sp.Function))
+               for v in (a, b))
+
+
 def _numeric(v) -> bool:
     return isinstance(v, Q) and isinstance(v.e, sp.Basic) and not v.e.free_symbols
-
-
-def _rel_to_set(r: Rel):
-    if not r.ops or not all(op in _INEQ for op in r.ops):
-        return None
-    parts = r.parts
-    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
-        return None
-    nonnum = [p for p in parts if p.e.free_symbols]
-    syms = set().union(*(p.e.free_symbols for p in parts))
-    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
-    if len(syms) == 1 and not has_undef:
-        var_expr = next(iter(syms))
-    elif nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
-        var_expr = nonnum[0].e
-    else:
-        return None
-    t = sp.Dummy("t", real=True)
-    out = sp.S.Reals
-    for (a, b), op in zip(zip(parts, parts[1:], strict=False), r.ops, strict=True):
-        la, lb = _plain(a).subs(var_expr, t), _plain(b).subs(var_expr, t)
-        rel = {"<": sp.Lt, ">": sp.Gt, "<=": sp.Le, ">=": sp.Ge, "!=": sp.Ne}[op](la, lb)
-        if rel is sp.true or rel is sp.false:
-            return None
-        s = sp.solveset(rel, t, sp.S.Reals)
-        out = sp.Intersection(out, s)
-    return out
 
 
 def _eqn_eq(g: Rel, p: Rel, o: Opts) -> tuple[bool, str]:
@@ -338,6 +412,39 @@ _SOLUTION_LEAD = re.compile(
 )
 
 
+_ORDER_WORDS = re.compile(
+    r"\bin\s+(?:increasing|decreasing|ascending|descending|any)\s+order\b|\bfrom\s+(?:smallest|least|largest|greatest|"
+    r"lowest|highest)\s+to\b",
+    re.IGNORECASE,
+)
+
+
+def _assigned(v):
+    """The symbol of 'x = value', else None."""
+    if isinstance(v, Rel) and v.ops == ["="] and len(v.parts) == 2 and isinstance(v.parts[0], Q):
+        e = v.parts[0].e
+        return e if isinstance(e, sp.Symbol) else None
+    return None
+
+
+def _pred_marks_set(lead: str, pv) -> bool:
+    """The completion's own words say its list is a set of answers: it follows "the roots/solutions/
+    zeros are" or "in increasing order", its items are joined by "or", or it gives one unknown several
+    values (x = 3, x = -1 / x = 3, -1). Distinct names (a = 5, b = 3) and "the values are" stay ordered."""
+    if _SOLUTION_LEAD.search(lead) or _ORDER_WORDS.search(lead):
+        return True
+    if not isinstance(pv, Seq) or pv.open != "" or not pv.items:
+        return False
+    if pv.alternatives:
+        return True
+    def unknown(e):  # x_1, x_2 name one unknown x
+        return None if e is None else e.name.split("_", 1)[0]
+
+    names = {unknown(_assigned(x)) for x in pv.items if isinstance(x, Rel)}
+    first = unknown(_assigned(pv.items[0]))
+    return first is not None and names == {first}
+
+
 def _unordered_ref(v):
     """A reference list marked as a set of solutions by its context is unordered."""
     if isinstance(v, Seq) and v.open == "" and v.commas:
@@ -370,6 +477,45 @@ def _expand_rel_list(items: list) -> list:
     return out
 
 
+def _interval_list(v):
+    """A bare list of intervals ('(-oo, -2) or (2, oo)', '(-oo, 1], (3, 5)') as their union, when at
+    least one of them cannot be a point (an infinite end, or brackets that differ); else None."""
+    if not (isinstance(v, Seq) and not v.open and len(v.items) > 1):
+        return None
+    sets = [as_set(x) if isinstance(x, Seq) else None for x in v.items]
+    if any(x is None or not isinstance(x, sp.Interval) for x in sets):
+        return None
+    if not any({x.items[0].e, x.items[1].e} & {sp.oo, -sp.oo} or x.open + x.close in ("(]", "[)")
+               for x in v.items):
+        return None
+    return sp.Union(*sets)
+
+
+def _pieces(s) -> int:
+    """How many intervals or points it takes to write a real set: 1 for an interval (or R), 2 for
+    (-oo, 3) U (3, oo). Sets SymPy leaves unevaluated count as several."""
+    if s is sp.S.EmptySet:
+        return 0
+    if isinstance(s, sp.Interval):
+        return 1
+    if isinstance(s, sp.FiniteSet):
+        return len(s)
+    if isinstance(s, sp.Union):
+        return sum(_pieces(a) for a in s.args)
+    return 2
+
+
+def _inequality_form_ok(ref_set, policy: str, builder: bool = False) -> bool:
+    """May an inequality answer stand for this interval/set reference? 'either': yes. 'required': no
+    (Math-Verify's policy). 'union' (default): only when the reference is not one interval, i.e. the
+    question's set takes a union of pieces (|x| > 2, x < 1 or x > 3, x != 3), which inequalities
+    write as naturally as interval notation, or when the reference itself states conditions
+    (set-builder); a single interval reference asked for interval notation."""
+    if policy == "either":
+        return True
+    return policy == "union" and (builder or _pieces(ref_set) >= 2)
+
+
 def eq(g, p, o: Opts) -> tuple[bool, str]:
     # text answers
     if isinstance(g, Text) or isinstance(p, Text):
@@ -383,35 +529,45 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
             return None
         kg, kp = tkey(g), tkey(p)
         return (True, "text equal") if kg and kg == kp else (False, "text differs")
-    # relations
-    if isinstance(g, Rel) and isinstance(p, Rel):
-        if all(op == "=" for op in g.ops + p.ops):
+    # relations (and inequalities joined by or/and)
+    g_rel, p_rel = isinstance(g, (Rel, Logic)), isinstance(p, (Rel, Logic))
+    if g_rel and p_rel:
+        if isinstance(g, Rel) and isinstance(p, Rel) and all(op == "=" for op in g.ops + p.ops):
             vg, vp = _rel_value(g), _rel_value(p)
-            if vg is not None and vp is not None and name_like(g.parts[0]) and name_like(p.parts[0]):
+            if (vg is not None and vp is not None and name_like(g.parts[0]) and name_like(p.parts[0])
+                    and not _names_differ(g.parts[0], p.parts[0])):
                 return eq(vg, vp, o)
             return _eqn_eq(g, p, o)
-        sg, sp_ = _rel_to_set(g), _rel_to_set(p)
+        sg, sp_ = rel_to_set(g), rel_to_set(p)
         if sg is not None and sp_ is not None:
+            if rel_var(g) != rel_var(p):
+                return False, "inequalities in different variables"
             return (True, "same solution set") if _set_equal(sg, sp_) else (False, "inequalities differ")
         return False, "relations differ"
-    if isinstance(g, Rel) or isinstance(p, Rel):
-        r, other, rel_is_gold = (g, p, True) if isinstance(g, Rel) else (p, g, False)
-        v = _rel_value(r)
+    if g_rel or p_rel:
+        r, other, rel_is_gold = (g, p, True) if g_rel else (p, g, False)
+        v = _rel_value(r) if isinstance(r, Rel) else None
         if v is not None:
             return eq(v, other, o) if rel_is_gold else eq(other, v, o)
-        s = _rel_to_set(r)
+        so = as_set(other)
+        so = _interval_list(other) if so is None else so
+        s = rel_to_set(r) if so is not None else None
         if s is not None:
-            so = as_set(other)
-            if so is not None:
-                if not rel_is_gold and o.interval_form == "required":
-                    return False, "inequality answer for an interval/set reference"
-                return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
+            if isinstance(other, SSet) and other.var is not None and other.var != rel_var(r):
+                return False, "different variables"  # x \\in S vs t > 2
+            if not rel_is_gold and not _inequality_form_ok(so, o.interval_form, getattr(other, "builder", False)):
+                return False, "inequality answer for an interval/set reference"
+            return (True, "same solution set") if _set_equal(s, so) else (False, "sets differ")
         return False, "relation vs value"
     # sets built with unions / intervals
     if isinstance(g, SSet) or isinstance(p, SSet):
         a, b = as_set(g), as_set(p)
+        a = _interval_list(g) if a is None else a
+        b = _interval_list(p) if b is None else b
         if a is None or b is None:
             return False, "set vs non-set"
+        if getattr(g, "var", None) is not None and getattr(p, "var", None) is not None and g.var != p.var:
+            return False, "different variables"
         return (True, "sets equal") if _set_equal(a, b) else (False, "sets differ")
     # ratios
     if isinstance(g, Ratio) or isinstance(p, Ratio):
@@ -423,6 +579,8 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
                     return eq(_div(g), _div(p), o)
                 except Exception:  # noqa: BLE001
                     return False, "ratios differ"
+            if len(g.items) == len(p.items) and not (g.clock or p.clock):
+                return (True, "proportional ratios") if _proportional(g, p, o) else (False, "ratios differ")
             return False, "ratios differ"
         r, other = (g, p) if isinstance(g, Ratio) else (p, g)
         if len(r.items) == 2 and isinstance(other, Q):
@@ -481,6 +639,21 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
     return False, "kinds differ"
 
 
+def _proportional(g: Ratio, p: Ratio, o: Opts) -> bool:
+    """a:b:c = ka:kb:kc for one k > 0 (2:4:6 = 1:2:3), by cross products against a non-zero pivot."""
+    if not all(isinstance(x, Q) and isinstance(x.e, sp.Basic) and not x.e.free_symbols for x in g.items + p.items):
+        return False
+    gv, pv = [_plain(x) for x in g.items], [_plain(x) for x in p.items]
+    approx = any(x.approx for x in g.items + p.items)
+    k = next((i for i, x in enumerate(gv) if x != 0), None)
+    if k is None or pv[k] == 0:
+        return False
+    scale = _num(gv[k] / pv[k])
+    if scale is None or abs(scale.imag) > 1e-12 or scale.real <= 0:
+        return False
+    return all(scalar_eq(gv[i] * pv[k], pv[i] * gv[k], approx, o)[0] for i in range(len(gv)))
+
+
 def _div(r: Ratio):
     a, b = r.items
     if not isinstance(a, Q) or not isinstance(b, Q) or b.e == 0:
@@ -509,13 +682,21 @@ def _multi(v) -> bool:
 # --------------------------------------------------------------------------- the check
 
 
-def _parse_all(s: str):
-    """Parse every reading of s; returns (values, error) with values a list of (text, value)."""
+def _parse_all(s: str, completion: bool = False):
+    """Parse every reading of s; returns (values, error), values a list of (unit words, value, needs_unit).
+    A completion's '10cm' is 10 with a unit. A reference's '10cm' is read as written (10*c*m, as MARIO
+    does) and also as 10 cm, a reading that only counts against an answer that gives a unit too."""
     vals = []
     err = None
     for alt in alternatives(s):
         try:
-            vals.append((alt, parse(alt)))
+            units: list[str] = []
+            v = parse(alt, glued_units=completion, units_out=units)
+            vals.append((sorted(units), v, False))
+            if not completion and _GLUED_UNIT_RE.search(alt):
+                glued: list[str] = []
+                gv = parse(alt, glued_units=True, units_out=glued)
+                vals.append((sorted(glued), gv, True))
         except TooLarge as e:
             err = err or ("too_large", str(e))
         except (ValueError, TypeError, ZeroDivisionError, AttributeError, IndexError, KeyError,
@@ -533,7 +714,21 @@ def _contains_text(v) -> bool:
         return any(_contains_text(i) for i in v.items)
     if isinstance(v, Rel):
         return any(_contains_text(i) for i in v.parts)
+    if isinstance(v, Logic):
+        return any(_contains_text(i) for i in v.rels)
     return False
+
+
+_FALLBACKS = ("last number", "last math block", "math blocks joined by or", "last number in words", "solutions phrase")
+
+
+def _shown(v) -> str:
+    """str() of a parsed value for the verdict, at most 500 characters (Python refuses to print integers
+    over 4300 digits; the parser builds up to MAX_DIGITS)."""
+    try:
+        return str(v)[:500]
+    except ValueError:
+        return "<a number too long to print>"
 
 
 def check(completion: str, answer: str, opts: dict) -> dict:
@@ -543,8 +738,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     def done(reward, status, reason, extracted=None, pp=None, pr=None):
         return {
             "reward": float(reward), "status": status, "extracted": extracted,
-            "parsed_pred": None if pp is None else str(pp)[:500],
-            "parsed_ref": None if pr is None else str(pr)[:500],
+            "parsed_pred": None if pp is None else _shown(pp),
+            "parsed_ref": None if pr is None else _shown(pr),
             "reason": reason, "time_s": time.perf_counter() - t0,
         }
 
@@ -554,19 +749,20 @@ def check(completion: str, answer: str, opts: dict) -> dict:
         completion = completion[-o.max_completion_chars :]
     if len(answer) > o.max_completion_chars:
         return done(0, "too_large", "reference too long")
+    # sizes first: normalisation and parsing only ever see answers of at most max_answer_chars
     ref = extract(answer, is_reference=True)
+    ref_text = ref.joined or ref.answer
+    if ref_text and len(ref_text) > o.max_answer_chars:
+        return done(0, "too_large", "reference answer too long")
     if not ref.answer or not normalize(ref.answer):
         return done(0, "no_answer", "empty reference")
-    ref_text = ref.joined or ref.answer
     pred = extract(completion, o.fallback, o.strip_think)
+    if pred.answer and (len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars):
+        return done(0, "too_large", "answer too long", pred.answer[:200])
     if not pred.answer or not normalize(pred.answer):
         return done(0, "no_answer", pred.how or "no answer found")
-    if len(ref_text) > o.max_answer_chars:
-        return done(0, "too_large", "reference answer too long", pred.answer)
-    if len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars:
-        return done(0, "too_large", "answer too long", pred.answer[:200])
 
-    if _CODE_RE.search(pred.answer) or (pred.how in ("last number", "last math block") and _CODE_RE.search(completion)):
+    if _CODE_RE.search(pred.answer) or (pred.how in _FALLBACKS and _CODE_RE.search(completion)):
         return done(0, "parse_error", "code-like answer refused", pred.answer)
     # identical text (after light normalisation) needs no parsing
     rk = text_key(normalize(ref_text))
@@ -579,31 +775,41 @@ def check(completion: str, answer: str, opts: dict) -> dict:
         return done(0, status, f"reference: {msg}", pred.answer)
     if ref.joined or _SOLUTION_LEAD.search(ref.lead):
         # several boxes, or "the solutions are x = \boxed{1, -2}": a set of answers
-        rvals = [(t, _unordered_ref(v)) for t, v in rvals]
-    ref_multi = any(_multi(v) for _, v in rvals)
+        rvals = [(t, _unordered_ref(v), g) for t, v, g in rvals]
+    ref_multi = any(_multi(v) for _, v, _ in rvals)
     pred_texts = []
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
+    if pred.alternatives and pred.run and any(as_set(v) is not None or isinstance(v, (Rel, Logic)) for _, v, _ in rvals):
+        pred_texts.append(" or ".join(pred.run))  # \\boxed{x < -2} or \\boxed{x > 2} for a set
     pred_texts.append(pred.answer)
-    if pred.how in ("bare", "phrase", "last math block") and o.fallback == "last_number":
+    if pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number":
         ln = last_number(pred.answer)
         if ln and ln != pred.answer:
             pred_texts.append(ln)
     first_err = None
     last_pv = None
     for i, ptxt in enumerate(pred_texts):
-        pvals, perr = _parse_all(ptxt)
+        pvals, perr = _parse_all(ptxt, completion=True)
         if not pvals:
             first_err = first_err or perr
             if perr and perr[0] == "too_large":
                 break
             continue
         is_fallback = i == len(pred_texts) - 1 and i > 0 and ptxt not in (pred.answer, pred.joined)
-        if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v in last_pv):
+        if is_fallback and last_pv is not None and not any(_contains_text(v) for _, v, _ in last_pv):
             break
         last_pv = pvals
-        for _, rv in rvals:
-            for _, pv in pvals:
+        for r_units, rv, needs_unit in rvals:
+            for p_units, pv, _ in pvals:
+                if needs_unit and not p_units:
+                    continue
+                if o.units == "strict" and r_units != p_units:
+                    why = "units differ"  # the unit words must agree too
+                    continue
+                if o.list_order == "reference" and (
+                        _pred_marks_set(pred.lead, pv) or (ptxt == pred.joined and pred.alternatives)):
+                    rv = _unordered_ref(rv)
                 try:
                     ok, why = eq(rv, pv, o)
                 except TooLarge as e:

@@ -39,8 +39,11 @@ class MathOptions(BaseModel):
     )
     units: Literal["strip", "strict"] = Field(
         "strip",
-        description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', degrees "
-        "outside trig) are ignored. 'strict': unit text must match too (compared as text).",
+        description="'strip': unit words after a number (\\text{cm}, 'square units', 'weeks', km/h, degrees "
+        "outside trig) are ignored; in a completion a known two-letter unit glued to a number (10cm, 5kg) is "
+        "a unit too (single letters like 10m stay variables); a reference's '10cm' is 10*c*m, or 10 cm against "
+        "an answer that gives a unit as well. "
+        "'strict': the dropped unit words of both sides must be the same.",
     )
     list_order: Literal["reference", "unordered", "ordered"] = Field(
         "reference",
@@ -48,20 +51,31 @@ class MathOptions(BaseModel):
         "sets always unordered). 'reference': a plain comma list of values ('10, 4, -2') is ordered; "
         "it is unordered when the reference marks it as a set of answers: 'and'/'or'/';' between items, "
         "several boxes, +-, assignments ('x = 1, 2', 'a_1 = 2, a_2 = 5'), a list of tuples, or a box "
-        "introduced by 'x =' / 'the solutions are'. 'unordered': every bare list is a set. "
-        "'ordered': every bare list is ordered.",
+        "introduced by 'x =' / 'the solutions are'; or when the completion marks its own list so: 'the roots/"
+        "solutions/zeros are', 'in increasing order', items joined by 'or', one unknown given several values. "
+        "'unordered': every bare list is a set. 'ordered': every bare list is ordered.",
     )
-    interval_form: Literal["required", "either"] = Field(
-        "required",
-        description="'required': when the reference is an interval or set, an answer written as an "
-        "inequality is wrong even if it describes the same set (the question asked for interval "
-        "notation). 'either': an equivalent inequality is accepted. An inequality reference accepts an "
-        "equivalent interval either way.",
+    interval_form: Literal["required", "union", "either"] = Field(
+        "union",
+        description="An answer written as inequalities when the reference is an interval or set. 'union' "
+        "(default): accepted when the reference's set is not a single interval (a union of pieces, "
+        "excluded points: '|x| > 2' = '(-oo,-2) U (2,oo)', 'x != 3' = 'R \\ {3}'); against a single "
+        "interval ('[-2, 7]') a chain or one-sided inequality is wrong, as the question asked for interval "
+        "notation. 'required': always wrong (Math-Verify's policy). 'either': always accepted when the sets "
+        "are equal. An inequality reference accepts an equivalent interval in every mode.",
     )
     exact_confirm: bool = Field(
         True,
         description="When both sides are exact constants that agree to 30 digits, confirm at a precision "
         "scaled to the integers written in them (up to 5000 digits), so 2^(2^-1000) != 1.",
+    )
+    rounded_reference: Literal["exact", "precision"] = Field(
+        "exact",
+        description="'precision': a reference decimal with at least 3 significant digits (3.14, 12.57, "
+        "0.3333) is taken as a rounding: an exact, non-terminating answer (pi, 4pi, 1/3) that rounds to it "
+        "at the reference's own number of decimal places is accepted. Decimal answers and exact answers "
+        "that terminate (integers, 157/50) still use rel_tol. 'exact' (default; 'precision' adds a false "
+        "positive on the public set: 33.3 vs 100/3): rel_tol only.",
     )
     strip_think: bool = Field(
         True,

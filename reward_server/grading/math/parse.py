@@ -43,6 +43,7 @@ class Q:
     approx: bool = False  # a decimal literal took part
     pct: bool = False  # written with a percent sign
     deg: bool = False  # written with a degree sign
+    written: tuple[int, int] | None = None  # one decimal literal: (decimal places, significant digits)
 
     def __str__(self) -> str:
         s = str(self.e)
@@ -62,11 +63,24 @@ class Rel:
 
 
 @dataclass
+class Logic:
+    """Inequalities joined by 'or' (a union) or 'and' (an intersection): x < -2 or x > 2; ',' (a comma
+    list in one variable, 'x > 0, x != 1'): the intersection, or the union when that is empty."""
+
+    rels: list
+    op: str
+
+    def __str__(self) -> str:
+        return (", " if self.op == "," else f" {self.op} ").join(str(r) for r in self.rels)
+
+
+@dataclass
 class Seq:
     items: list
     open: str = ""  # '' bare list, '(' '[' brackets, '{' bare braces
     close: str = ""
     commas: bool = False  # a bare list written with commas only (no and/or/;, not from cases)
+    alternatives: bool = False  # its items were joined by "or" (x = 3 or x = -1)
 
     def __str__(self) -> str:
         return self.open + ", ".join(str(i) for i in self.items) + self.close
@@ -83,6 +97,8 @@ class SetV:
 @dataclass
 class SSet:
     s: object  # a sympy Set
+    var: object = None  # the variable a reference names ('x \\in S'), which an inequality answer must use
+    builder: bool = False  # written in set-builder notation: its conditions are inequalities already
 
     def __str__(self) -> str:
         return str(self.s)
@@ -91,6 +107,7 @@ class SSet:
 @dataclass
 class Ratio:
     items: list
+    clock: bool = False  # 3+ terms, every later one two digits ("10:05:30"): a time, not a ratio
 
     def __str__(self) -> str:
         return ":".join(str(i) for i in self.items)
@@ -131,29 +148,44 @@ GREEK = {
     "chi", "psi", "omega", "Gamma", "Delta", "Theta", "Lambda", "Xi", "Sigma", "Phi", "Psi", "Omega",
 }
 REL_CMDS = {
-    "le": "<=", "leq": "<=", "leqslant": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=",
-    "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "equiv": "=",
+    "le": "<=", "leq": "<=", "leqslant": "<=", "leqq": "<=", "ge": ">=", "geq": ">=", "geqslant": ">=", "geqq": ">=",
+    "ne": "!=", "neq": "!=", "lt": "<", "gt": ">", "approx": "~", "in": "in", "notin": "notin", "equiv": "=",
     "Rightarrow": ";", "implies": ";", "Longrightarrow": ";", "iff": ";", "to": "->",
 }
 SKIP_CMDS = {
     "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "displaystyle",
     "textstyle", "limits", ",", "!", ";", ":", " ", "quad", "qquad", "enspace", "thinspace", "nonumber",
     "hline", "mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar", "mathit", "angle",
-    "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel",
+    "measuredangle", "triangle", "tag", "notag", "phantom", "underline", "cancel", "middle",
+    "hspace", "vspace", "hphantom", "vphantom", "kern", "hskip", "medspace", "thickspace", "negthinspace",
 }
+CMD_ALIASES = {"bigcup": "cup", "bigcap": "cap"}  # between two sets they are the binary operations
+SIUNITX = {"num", "SI", "qty", "si", "unit"}
 TEXT_CMDS = {"text", "mbox", "textnormal", "textit", "textrm", "textsf", "texttt", "hbox", "emph"}
 STYLE_CMDS = {"mathrm", "mathbf", "textbf", "boldsymbol", "bm", "mathsf", "operatorname", "mathtt", "mathup", "bold"}
 UNICODE = {
     "π": "\\pi ", "∞": "\\infty ", "≤": "\\le ", "≥": "\\ge ", "≠": "\\ne ", "×": "\\times ", "·": "\\cdot ",
     "÷": "\\div ", "−": "-", "–": "-", "√": "\\sqrt ", "°": "^\\circ ", "∪": "\\cup ", "∩": "\\cap ",
     "±": "\\pm ", "∈": "\\in ", "≈": "\\approx ", "²": "^2", "³": "^3", "⋅": "\\cdot ", "∶": ":",
-    "，": ",", "；": ";", "：": ":", "（": "(", "）": ")",
+    "，": ",", "；": ";", "：": ":", "（": "(", "）": ")", "ℝ": "\\mathbb{R}", "ℤ": "\\mathbb{Z}",
+    "ℕ": "\\mathbb{N}", "ℚ": "\\mathbb{Q}", "ℂ": "\\mathbb{C}", "∖": "\\setminus ", "⟨": "\\langle ",
+    "⟩": "\\rangle ", "∉": "\\notin ", "∨": "\\lor ", "∧": "\\land ", "∣": "\\mid ",
 }
+# number sets: \mathbb{R}, \R, ... (a token of kind "set"); ^+ / ^- restrict them to one sign
+NUMSETS = {"R": sp.S.Reals, "Z": sp.S.Integers, "N": sp.S.Naturals, "Q": sp.S.Rationals, "C": sp.S.Complexes}
+NUMSET_CMDS = {"R": "R", "Z": "Z", "N": "N", "Q": "Q", "Reals": "R", "reals": "R", "Complex": "C"}
+_NUMSET_ARG = re.compile(r"\s*\{\s*([RZNQC])\s*\}|\s+([RZNQC])(?![A-Za-z])")
 PERCENT_WORDS = {"percent", "pct", "percentage", "percents"}
 DEGREE_WORDS = {"degree", "degrees", "deg"}
 SEP_WORDS = {"and", "or"}
 CONST_WORDS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infty": sp.oo, "infinity": sp.oo}
 FUNC_LETTERS = set("fghFGHWPQ")
+# two-letter unit symbols read as units when glued to a number (10cm, 5kg); single letters (m, g, s)
+# stay variables, longer words are units anyway
+GLUED_UNITS = {
+    "cm", "mm", "km", "nm", "dm", "kg", "mg", "ml", "mL", "cl", "dl", "dL", "ft", "yd", "mi", "hr", "lb",
+    "oz", "cc", "kW", "kJ", "Hz", "mA", "kV", "ha",
+}
 
 
 @dataclass
@@ -185,7 +217,8 @@ def _read_group(s: str, i: int) -> tuple[str, int]:
     raise ParseError("unbalanced braces")
 
 
-def tokenize(s: str) -> list[Tok]:
+def tokenize(s: str, glued_units: bool = False) -> list[Tok]:
+    """Tokens of s. glued_units: a known two-letter unit glued to a number (10cm) is a unit word."""
     for k, v in UNICODE.items():
         if k in s:
             s = s.replace(k, v)
@@ -211,7 +244,9 @@ def tokenize(s: str) -> list[Tok]:
                 j += 1
             w = s[i:j]
             prev_num = bool(toks) and toks[-1].kind == "num"
-            if len(w) == 1:
+            if glued_units and prev_num and not space and w in GLUED_UNITS:
+                toks.append(Tok("word", w, space))  # 10cm, 5kg: a unit, not c*m
+            elif len(w) == 1:
                 toks.append(Tok("id", w, space))
             elif w in FUNCS or w in CONST_WORDS or w in SEP_WORDS or w in PERCENT_WORDS or w in DEGREE_WORDS:
                 toks.append(Tok("word", w, space))
@@ -233,14 +268,37 @@ def tokenize(s: str) -> list[Tok]:
                     j += 1
                 name = s[i + 1 : j]
                 i = j
+                if name in ("mathbb", "Bbb") and (m := _NUMSET_ARG.match(s, i)):
+                    toks.append(Tok("set", m.group(1) or m.group(2), space))  # \mathbb{R}: a number set
+                    i = m.end()
+                    space = False
+                    continue
+                if name in NUMSET_CMDS:
+                    toks.append(Tok("set", NUMSET_CMDS[name], space))
+                    space = False
+                    continue
                 if name in SKIP_CMDS:
                     if name in ("left", "right") and i < n and s[i] == ".":
                         i += 1
                     if name in ("mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar",
                                 "mathit", "underline", "cancel") and i < n and s[i] == "{":
                         pass  # the group is parsed as a plain group
-                    if name in ("tag", "phantom") and i < n and s[i] == "{":
+                    if name in ("hspace", "vspace") and i < n and s[i] == "*":
+                        i += 1
+                    if name in ("tag", "phantom", "hspace", "vspace", "hphantom", "vphantom") and i < n and s[i] == "{":
                         _, i = _read_group(s, i)
+                    continue
+                if name in SIUNITX and i < n and s[i] == "{":
+                    # siunitx: \num{4096}, \SI{10}{cm}, \qty{10}{\centi\metre}, \si{cm}
+                    first, i = _read_group(s, i)
+                    unit = ""
+                    if name in ("SI", "qty") and i < n and s[i] == "{":
+                        unit, i = _read_group(s, i)
+                    elif name in ("si", "unit"):
+                        first, unit = "", first
+                    unit = re.sub(r"[\\{}]", " ", unit).strip()
+                    s = s[:i] + " " + first + (" \\text{" + unit + "} " if unit else " ") + s[i:]
+                    n = len(s)
                     continue
                 if name in TEXT_CMDS or name in STYLE_CMDS:
                     while i < n and s[i] == " ":
@@ -263,8 +321,10 @@ def tokenize(s: str) -> list[Tok]:
                     if name == "begin" and env.strip() == "array" and i < n and s[i] == "{":
                         _, i = _read_group(s, i)
                     toks.append(Tok("begin" if name == "begin" else "endenv", env.strip().rstrip("*"), space))
+                elif name in ("langle", "rangle"):
+                    toks.append(Tok("op", "(" if name == "langle" else ")", space))  # a vector <1, 2>
                 else:
-                    toks.append(Tok("cmd", name, space))
+                    toks.append(Tok("cmd", CMD_ALIASES.get(name, name), space))
             elif d == "\\":
                 toks.append(Tok("op", "\\\\", space))
                 i += 2
@@ -373,6 +433,10 @@ def binop(op: str, a, b):
         if len(la) * len(lb) > MAX_ALTERNATIVES:
             raise TooLarge("too many alternatives")
         return PM([binop(op, x, y) for x in la for y in lb])
+    if op == "-" and (isinstance(a, (SSet, SetV)) or isinstance(b, (SSet, SetV))):
+        d = set_difference(a, b)  # \\mathbb{R} - \\{0\\}
+        if d is not None:
+            return d
     a, b = _q(a), _q(b)
     approx = a.approx or b.approx
     if op in "+-":
@@ -423,13 +487,16 @@ def neg(a):
     if isinstance(a, PM):
         return PM([neg(x) for x in a.alts])
     a = _q(a)
-    return Q(-a.e, a.approx, a.pct, a.deg)
+    return Q(-a.e, a.approx, a.pct, a.deg, a.written)
 
 
 def name_like(v) -> bool:
-    """A left-hand side that names the answer: x, f(x), |AB|, A:B, NO/BO, (p, q); no numbers, no sums."""
+    """A left-hand side that names the answer: x, f(x), \\sin\\theta, |AB|, A:B, NO/BO, (p, q); no numbers,
+    no sums."""
     if isinstance(v, Ratio):
         return all(name_like(i) for i in v.items)
+    if isinstance(v, Text):
+        return bool(re.fullmatch(r"[A-Za-z][A-Za-z ]{0,30}", v.s.strip()))  # \\text{Area} = 12
     if isinstance(v, Seq) and v.open in ("(", "[") and v.items:
         return all(name_like(i) for i in v.items)
     if not isinstance(v, Q) or isinstance(v.e, sp.MatrixBase):
@@ -438,8 +505,8 @@ def name_like(v) -> bool:
     if not isinstance(e, sp.Basic) or not e.free_symbols:
         return False
     for node in sp.preorder_traversal(e):
-        if isinstance(node, (sp.Symbol, sp.Mul, sp.Abs, AppliedUndef)):
-            continue
+        if isinstance(node, (sp.Symbol, sp.Mul, sp.Abs, AppliedUndef, sp.Function)):
+            continue  # sp.Function: a named function of the variables, \\sin\\theta, \\log x
         if isinstance(node, sp.Pow) and node.exp == -1:
             continue
         if node == sp.Integer(-1) :
@@ -452,8 +519,9 @@ def name_like(v) -> bool:
 
 
 class Parser:
-    def __init__(self, text: str):
-        self.toks = tokenize(text)
+    def __init__(self, text: str, glued_units: bool = False):
+        self.toks = tokenize(text, glued_units)
+        self.unit_words: list[str] = []  # the unit words dropped after quantities
         self.i = 0
         self.depth = 0
 
@@ -500,13 +568,24 @@ class Parser:
             return True
         if t.kind == "text" and t.val.strip().lower() in SEP_WORDS | {",", "and also", ", and", ", or"}:
             return True
-        return t.kind == "cmd" and t.val in ("text",)
+        return t.kind == "cmd" and t.val in ("text", "lor", "vee", "land", "wedge")
+
+    def sep_kind(self) -> str:
+        """'or' / 'and' for a logical connective here (word, \\text{ or }, \\lor, \\land), else ''."""
+        t = self.t
+        if t.kind == "cmd":
+            return {"lor": "or", "vee": "or", "land": "and", "wedge": "and"}.get(t.val, "")
+        if t.kind in ("word", "text"):
+            w = t.val.strip().lower().lstrip(", ")
+            return w if w in SEP_WORDS else "and" if w == "and also" else ""
+        return ""
 
     # ---- top level
     def parse(self):
         groups: list[list] = []
         cur: list = []
         strong_seen = False
+        logic: set[str] = set()  # the connectives between groups ('or', 'and', ';')
         while True:
             while self.at_op(".") :
                 self.next()
@@ -515,6 +594,8 @@ class Parser:
             if self.at_op(",") or self.is_sep() or self.at_op(";"):
                 strong = not self.at_op(",")
                 strong_seen = strong_seen or strong
+                if strong:
+                    logic.add(self.sep_kind() or ";")
                 self.next()
                 if strong and cur:
                     groups.append(cur)
@@ -529,6 +610,19 @@ class Parser:
             raise ParseError("empty")
         if len(groups) == 1 and len(groups[0]) == 1:
             return groups[0][0]
+        if len(logic) == 1 and logic <= SEP_WORDS and all(len(g) == 1 and is_condition(g[0]) for g in groups) and any(
+                is_inequality(g[0]) for g in groups):
+            # "x < -2 or x > 2": one condition, the union (or intersection) of the parts
+            if len(groups) > MAX_ALTERNATIVES:
+                raise TooLarge("too many alternatives")
+            return Logic([g[0] for g in groups], next(iter(logic)))
+        if logic <= {"or"} and len(groups) > 1 and all(len(g) == 1 and isinstance(g[0], SSet) for g in groups):
+            vs = {g[0].var for g in groups}
+            if len(vs) == 1 and None not in vs:  # x \\in (-oo, -2) or x \\in (2, oo): their union
+                return SSet(sp.Union(*[g[0].s for g in groups]), vs.pop())
+        if (len(groups) == 1 and 1 < len(groups[0]) <= MAX_ALTERNATIVES and all(is_inequality(x) for x in groups[0])
+                and rel_var(Logic(groups[0], ",")) is not None):
+            return Logic(groups[0], ",")  # x > 0, x \\ne 1: conditions on one unknown
         items: list = []
         for g in groups:
             if len(groups) > 1 and len(g) > 1 and all(
@@ -537,7 +631,7 @@ class Parser:
                 items.append(Seq([x.parts[1] for x in g], "(", ")"))
             else:
                 items.extend(g)
-        return Seq(items, commas=not strong_seen and len(groups) == 1)
+        return Seq(items, commas=not strong_seen and len(groups) == 1, alternatives="or" in logic)
 
     def parse_rel(self):
         parts = [self.parse_ratio()]
@@ -565,17 +659,27 @@ class Parser:
                 if not ops:
                     return parts[0]
         if ops == ["in"]:
+            inside = as_set(parts[1]) if isinstance(parts[1], (SSet, Seq)) else None  # not \\{1, 2\\}: a list
+            if inside is not None and isinstance(parts[0], Q) and isinstance(parts[0].e, sp.Symbol):
+                return SSet(inside, parts[0].e)  # x \\in S: the set S, remembering its variable
             return parts[1]
-        if "in" in ops or "->" in ops:
+        if ops == ["notin"] and (outside := as_set(parts[1])) is not None:
+            return SSet(sp.Complement(sp.S.Reals, outside))  # x \\notin [1, 2]: the complement
+        if "in" in ops or "notin" in ops or "->" in ops:
             raise ParseError("unsupported relation")
         return Rel(parts, ops)
 
     def parse_ratio(self):
         items = [self.parse_setop()]
+        two_digit = True
         while self.at_op(":") and not self.peek().kind == "end":
             self.next()
+            t = self.t
             items.append(self.parse_setop())
-        return items[0] if len(items) == 1 else Ratio(items)
+            two_digit = two_digit and self.toks[self.i - 1] is t and t.kind == "num" and len(t.val) == 2
+        if len(items) == 1:
+            return items[0]
+        return Ratio(items, clock=len(items) >= 3 and two_digit)
 
     def parse_setop(self):
         left = self.parse_add()
@@ -589,7 +693,6 @@ class Parser:
         return left
 
     def parse_add(self):
-        self.enter()
         if self.at_op("+"):
             self.next()
         left = self.parse_mul()
@@ -606,12 +709,11 @@ class Parser:
                 left = PM([binop("+", left, right), binop("-", left, right)])
             else:
                 break
-        self.leave()
         return left
 
     def starts_atom(self) -> bool:
         t = self.t
-        if t.kind in ("num", "id", "begin"):
+        if t.kind in ("num", "id", "begin", "set"):
             return True
         if t.kind == "op" and t.val in ("(", "{", "\\{"):
             return True
@@ -652,10 +754,13 @@ class Parser:
                     continue
                 if not isinstance(left, (Q, PM)):
                     break
-                self.next()
+                self.unit_words.append(self.next().val.strip().lower().rstrip("."))
                 if self.at_op("^"):
                     self.next()
                     self.parse_exponent()
+                if self.at_op("/") and self.peek().kind in ("word", "id") and self.peek().val not in FUNCS:
+                    self.next()  # a compound unit: km/h, m/s after a unit word
+                    self.next()
                 self.units_seen = True
             else:
                 break
@@ -725,7 +830,9 @@ class Parser:
     units_seen = False
 
     def parse_unary(self):
-        self.enter()
+        if not (self.at_op("-", "+") or self.at_cmd("pm", "mp")):
+            return self.parse_pow()
+        self.enter()  # a prefix sign is a nesting level ("- - - - x")
         try:
             if self.at_op("-"):
                 self.next()
@@ -733,15 +840,20 @@ class Parser:
             if self.at_op("+"):
                 self.next()
                 return self.parse_unary()
-            if self.at_cmd("pm", "mp"):
-                self.next()
-                v = self.parse_unary()
-                return PM([v, neg(v)])
-            return self.parse_pow()
+            self.next()
+            v = self.parse_unary()
+            return PM([v, neg(v)])
         finally:
             self.leave()
 
     def parse_exponent(self):
+        self.enter()  # an exponent is a nesting level (towers "2^2^2^...")
+        try:
+            return self._exponent()
+        finally:
+            self.leave()
+
+    def _exponent(self):
         if self.at_op("{"):
             self.next()
             if self.at_cmd("circ"):
@@ -767,27 +879,92 @@ class Parser:
     _latex_single = False
 
     def parse_pow(self):
-        self.enter()
-        try:
-            base = self.parse_postfix(self.parse_atom())
-            was_num = self._atom_was_num
-            if self.at_op("^"):
-                self.next()
-                ex = self.parse_exponent()
-                if ex == "deg":
-                    base = _mark(base, deg=True)
-                else:
-                    base = binop("^", base, ex)
-                base = self.parse_postfix(base)
-                self._allow_num_juxt = True
+        base = self.parse_postfix(self.parse_atom())
+        was_num = self._atom_was_num
+        if self.at_op("^"):
+            self.next()
+            if (st := self._set_power(base)) is not None:
+                return st
+            ex = self.parse_exponent()
+            if ex == "deg":
+                base = _mark(base, deg=True)
             else:
-                self._allow_num_juxt = False
-            self._last_was_num = was_num
-            return base
-        finally:
-            self.leave()
+                base = binop("^", base, ex)
+            base = self.parse_postfix(base)
+            self._allow_num_juxt = True
+        else:
+            self._allow_num_juxt = False
+        self._last_was_num = was_num
+        return base
 
     _atom_was_num = False
+
+    def _set_power(self, base):
+        """After '^' on a set: R^+ / R^- (one sign), S^c / S^\\complement (complement in R); else None."""
+        if not isinstance(base, (SSet, SetV, Seq)):
+            return None
+        braced = self.at_op("{")
+        j = self.i + 1 if braced else self.i
+        t = self.toks[j]
+        close = self.toks[j + 1] if j + 1 < len(self.toks) else t
+        if braced and not (close.kind == "op" and close.val == "}"):
+            return None
+        if t.kind == "op" and t.val in "+-*" and isinstance(base, SSet):
+            out = SSet(_sign_restricted(base.s, "+" if t.val == "*" else t.val))
+        elif (t.kind == "id" and t.val == "c") or (t.kind == "cmd" and t.val == "complement"):
+            sb = as_set(base)
+            if sb is None:
+                return None
+            out = SSet(sp.Complement(sp.S.Reals, sb))
+        else:
+            return None
+        self.i = j + (2 if braced else 1)
+        return out
+
+    def _builder_ahead(self) -> bool:
+        """After '\\{': a set-builder '\\{x | ...\\}', '\\{x : ...\\}', '\\{x \\in S \\mid ...\\}'?"""
+        t, nxt = self.t, self.peek()
+        if not (t.kind == "id" or (t.kind == "cmd" and t.val in GREEK)):
+            return False
+        return (nxt.kind == "cmd" and nxt.val in ("mid", "colon", "in")) or (nxt.kind == "op" and nxt.val in ("|", ":"))
+
+    def parse_builder(self):
+        """\\{x \\in D \\mid cond\\}: the solution set of the condition (in one variable) within D."""
+        t = self.next()
+        var = sp.Symbol(t.val if t.kind == "id" else t.val.replace("var", ""))
+        dom = sp.S.Reals
+        if self.at_cmd("in"):
+            self.next()
+            d = as_set(self.parse_setop())
+            if d is None:
+                raise ParseError("set-builder domain")
+            dom = d
+        if not (self.at_cmd("mid", "colon") or self.at_op("|", ":")):
+            raise ParseError("set-builder")
+        self.next()
+        union = None
+        cur = None
+        conditions = 0
+        while True:
+            conditions += 1
+            if conditions > MAX_ALTERNATIVES:
+                raise TooLarge("too many conditions")
+            r = self.parse_rel()
+            st = rel_to_set(r, var, allow_eq=True) if isinstance(r, Rel) else as_set(r)
+            if st is None:
+                raise ParseError("set-builder condition")
+            cur = st if cur is None else sp.Intersection(cur, st)
+            kind = "and" if self.at_op(",") else self.sep_kind()
+            if kind:
+                self.next()
+            if kind == "and":
+                continue
+            union = cur if union is None else sp.Union(union, cur)
+            cur = None
+            if kind != "or":
+                break
+        self.expect_op("\\}")
+        return SSet(sp.Intersection(dom, union), builder=True)
 
     def parse_postfix(self, v):
         while True:
@@ -948,6 +1125,9 @@ class Parser:
         return out
 
     def parse_atom(self):
+        t = self.t
+        if t.kind in ("num", "id", "text", "set") or (t.kind == "word" and t.val not in FUNCS):
+            return self._atom()  # a leaf: no nesting level
         self.enter()
         try:
             return self._atom()
@@ -964,14 +1144,18 @@ class Parser:
                 if abs(int(ex)) > 400:
                     raise TooLarge("exponent too large")
                 return Q(_check_size(sp.Rational(mant) * sp.Integer(10) ** int(ex)), approx=True)
-            return Q(sp.Rational(v), approx="." in v)
+            if "." not in v:
+                return Q(sp.Rational(v))
+            digits = v.replace(".", "").lstrip("0")
+            return Q(sp.Rational(v), approx=True, written=(len(v) - v.index(".") - 1, len(digits)))
         if k == "id":
             if v in FUNC_LETTERS and self.at_op("(") and not self.t.space:
                 self.next()
                 args = self.parse_list_until((")",))
                 self.next()
                 argl = args.items if isinstance(args, Seq) else [args]
-                return Q(sp.Function(v)(*[_plain(_q(a)) for a in argl]))
+                # P(\\text{red}): a word argument is a name
+                return Q(sp.Function(v)(*[sp.Symbol(a.s) if isinstance(a, Text) else _plain(_q(a)) for a in argl]))
             if v == "e":
                 return Q(sp.E)
             if v in ("i", "I"):
@@ -1012,6 +1196,8 @@ class Parser:
                 if self.at_op("\\}"):
                     self.next()
                     return SSet(sp.S.EmptySet)
+                if self._builder_ahead():
+                    return self.parse_builder()
                 items = self.parse_list_until(("\\}",))
                 self.next()
                 its = items.items if isinstance(items, Seq) and items.open == "" else [items]
@@ -1022,6 +1208,8 @@ class Parser:
                 q = _q(inner)
                 return Q(sp.Abs(_plain(q)), q.approx)
             raise ParseError(f"unexpected {v!r}")
+        if k == "set":
+            return SSet(NUMSETS[v])
         if k == "cmd":
             return self._cmd(v)
         if k == "begin":
@@ -1077,6 +1265,15 @@ class Parser:
             return Q(sp.Symbol("..."))
         if v in ("varnothing", "emptyset"):
             return SSet(sp.S.EmptySet)
+        if v == "complement":  # \\complement_{U} A
+            universe = sp.S.Reals
+            if self.at_op("_"):
+                self.next()
+                universe = as_set(self.read_arg())
+            sb = as_set(self.parse_pow())
+            if universe is None or sb is None:
+                raise ParseError("complement of a non-set")
+            return SSet(sp.Complement(universe, sb))
         if v in ("mathbb", "mathcal", "vec", "overline", "overrightarrow", "hat", "bar"):
             return self.read_arg()
         if v in _NON_ATOM_CMDS:
@@ -1126,7 +1323,8 @@ class Parser:
 
 _NON_ATOM_CMDS = {
     "cdot", "times", "div", "pm", "mp", "cup", "cap", "setminus", "circ", "over", "ast", "rfloor", "rceil",
-    "quad", "qquad", "end", "right", "left", "backslash", "mid", "colon", "implies", "iff",
+    "quad", "qquad", "end", "right", "left", "backslash", "mid", "colon", "implies", "iff", "lor", "vee", "land",
+    "wedge", "complement",
 } | set(REL_CMDS)
 
 
@@ -1178,10 +1376,135 @@ def as_set(v):
     return None
 
 
-def parse(text: str, plain: bool | None = None):
-    """Parse one answer string into a value (Q, Rel, Seq, SetV, SSet, Ratio, Text, PM)."""
-    p = Parser(text)
+INEQ_OPS = {"<", ">", "<=", ">=", "!="}
+
+
+def is_inequality(v) -> bool:
+    return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS for op in v.ops)
+
+
+def is_condition(v) -> bool:
+    """An inequality or an equation: a part of 'x < 0 or x = 1' (a union with a point)."""
+    return isinstance(v, Rel) and bool(v.ops) and all(op in INEQ_OPS or op == "=" for op in v.ops)
+
+
+def rel_to_set(r, var=None, allow_eq: bool = False):
+    """The real solution set of an inequality (chain) in one variable, or of inequalities joined by
+    or/and (`Logic`); None when it is not one (several variables, undefined functions, no relation).
+    `var`: the variable of a set-builder (`\\{x | x > 2\\}`); `allow_eq`: '=' is a condition too."""
+    if isinstance(r, Logic):
+        if var is None and rel_var(r) is None:
+            return None  # "x < -2 or y > 2" is not a condition on one unknown
+        sets = [rel_to_set(x, var, allow_eq or r.op != ",") for x in r.rels]
+        if any(x is None for x in sets):
+            return None
+        if r.op == "or":
+            return sp.Union(*sets)
+        both = sp.Intersection(*sets)
+        # a comma list whose conditions exclude each other ("x < -2, x > 2") lists alternatives
+        return sp.Union(*sets) if r.op == "," and both is sp.S.EmptySet else both
+    ops_ok = INEQ_OPS | ({"="} if allow_eq else set())
+    if not isinstance(r, Rel) or not r.ops or not all(op in ops_ok for op in r.ops):
+        return None
+    parts = r.parts
+    if len(parts) == 2 and r.ops[0] in ("!=", "=") and isinstance(parts[1], PM):
+        # x \\ne \\pm 1: every value but those; x = \\pm 1 (a condition): those values
+        pts = _pm_points(parts[1])
+        v0 = rel_var(Rel([parts[0], Q(sp.Integer(0))], ["="]), var)
+        if pts is None or v0 is None or not (isinstance(parts[0], Q) and parts[0].e == v0):
+            return None
+        return sp.Complement(sp.S.Reals, pts) if r.ops[0] == "!=" else pts
+    var_expr = rel_var(r, var)
+    if var_expr is None or not all(isinstance(p, Q) for p in parts):
+        return None
+    if any(_hard_to_solve(_plain(p), var_expr) for p in parts):
+        return None
+    t = sp.Dummy("t", real=True)
+    out = sp.S.Reals
+    rels = {"<": sp.Lt, ">": sp.Gt, "<=": sp.Le, ">=": sp.Ge, "!=": sp.Ne, "=": sp.Eq}
+    for (a, b), op in zip(zip(parts, parts[1:], strict=False), r.ops, strict=True):
+        la, lb = _plain(a).subs(var_expr, t), _plain(b).subs(var_expr, t)
+        rel = rels[op](la, lb)
+        if rel is sp.true or rel is sp.false:
+            if not ({la, lb} & {sp.oo, -sp.oo}):
+                return None  # 2 < 3: no condition
+            out = out if rel is sp.true else sp.S.EmptySet  # -oo < x < -2: the infinite end is no bound
+            continue
+        out = sp.Intersection(out, sp.solveset(rel, t, sp.S.Reals))
+    return out
+
+
+def _pm_points(v):
+    """The real numbers of a +- value (`\\pm 1`), or None."""
+    pts = []
+    for a in v.alts:
+        e = _plain(a) if isinstance(a, Q) else None
+        if not isinstance(e, sp.Basic) or e.free_symbols or not e.is_real:
+            return None
+        pts.append(e)
+    return sp.FiniteSet(*pts)
+
+
+def rel_var(r, var=None):
+    """The one unknown of a relation chain (or of all the parts of a `Logic`): its only symbol, or
+    the one name-like side it constrains (`f(x) > 2`); None when there is none or several."""
+    if isinstance(r, Logic):
+        vs = {rel_var(x, var) for x in r.rels}
+        return next(iter(vs)) if len(vs) == 1 else None
+    if not isinstance(r, Rel):
+        return None
+    parts = [p for p in r.parts if not (isinstance(p, PM) and _pm_points(p) is not None)]
+    if not all(isinstance(p, Q) and isinstance(p.e, sp.Basic) for p in parts):
+        return None
+    nonnum = [p for p in parts if p.e.free_symbols]
+    syms = set().union(*(p.e.free_symbols for p in parts))
+    has_undef = any(p.e.atoms(AppliedUndef) for p in parts)
+    if var is not None:
+        return var if not has_undef and syms <= {var} else None
+    if len(syms) == 1 and not has_undef:
+        return next(iter(syms))
+    if nonnum and all(name_like(p) and p.e == nonnum[0].e for p in nonnum):
+        return nonnum[0].e
+    return None
+
+
+MAX_SOLVE_DEGREE = 6
+MAX_SOLVE_OPS = 40
+
+
+def _hard_to_solve(e, var) -> bool:
+    """Inequalities SymPy cannot solve quickly (x^100 - 3x + 1 > 0): left unsolved rather than timed out."""
+    if not isinstance(e, sp.Basic) or sp.count_ops(e) > MAX_SOLVE_OPS:
+        return True
+    return any(p.base.has(var) and p.exp.is_Number and abs(p.exp) > MAX_SOLVE_DEGREE for p in e.atoms(sp.Pow))
+
+
+def _sign_restricted(s, sign: str):
+    """R^+, Z^-, Q^+ ...: the set's positive (or negative) part."""
+    half = sp.Interval.open(0, sp.oo) if sign == "+" else sp.Interval.open(-sp.oo, 0)
+    if s == sp.S.Integers:
+        return sp.S.Naturals if sign == "+" else sp.Range(-sp.oo, 0)
+    if s == sp.S.Naturals:
+        return s if sign == "+" else sp.S.EmptySet
+    return sp.Intersection(s, half)
+
+
+def set_difference(a, b):
+    """A \\setminus B, A - B for sets (None when either side is not a set)."""
+    sa, sb = as_set(a), as_set(b)
+    if sa is None or sb is None:
+        return None
+    return SSet(sp.Complement(sa, sb))
+
+
+def parse(text: str, plain: bool | None = None, glued_units: bool = False, units_out: list | None = None):
+    """Parse one answer string into a value (Q, Rel, Seq, SetV, SSet, Ratio, Text, PM).
+    glued_units: read '10cm' as 10 with a unit (completions); units_out collects the unit words dropped."""
+    p = Parser(text, glued_units)
     if plain is None:
         plain = "\\" not in text
     p._plain_pow = plain
-    return p.parse()
+    v = p.parse()
+    if units_out is not None:
+        units_out.extend(p.unit_words)
+    return v

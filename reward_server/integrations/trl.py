@@ -1,0 +1,90 @@
+"""TRL: `reward_funcs` callables that score through the reward server.
+
+```python
+from reward_server.compat.trl import make_trl_reward_func
+trainer = GRPOTrainer(model=..., reward_funcs=[make_trl_reward_func("http://127.0.0.1:8000")],
+                      train_dataset=ds)   # ds has a "task" column: our task (dict or JSON string)
+```
+
+TRL calls `reward_func(prompts=..., completions=..., **columns)`; completions may be
+strings or conversational (`[{"role": "assistant", "content": ...}]`). The function returns
+one float per completion, or `None` where the sandbox failed (TRL ignores those).
+`make_async_trl_reward_func` returns the `async def` form for TRL versions that run reward
+functions concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from reward_server.client import AsyncRewardClient, RewardClient
+from reward_server.labels import completion_text, server_token, server_url, task_of
+
+
+def _items(completions: list[Any], kwargs: dict[str, Any], task_column: str) -> list[dict]:
+    if task_column not in kwargs:
+        cols = sorted(k for k in kwargs if k not in ("trainer_state", "completion_ids", "log_extra", "log_metric"))
+        raise KeyError(f"dataset column {task_column!r} (the tasks) not passed to the reward function; columns: {cols}")
+    tasks = kwargs[task_column]
+    if len(tasks) != len(completions):
+        raise ValueError(f"{len(completions)} completions but {len(tasks)} tasks")
+    return [{"completion": completion_text(c), "task": task_of(t)} for c, t in zip(completions, tasks, strict=True)]
+
+
+def make_trl_reward_func(
+    base_url: str | list[str] | None = None,
+    task_column: str = "task",
+    weights: dict | None = None,
+    extract: dict | None = None,
+    token: str | None = None,
+    timeout: float = 600.0,
+    max_batch: int = 512,
+    name: str = "verireward",
+    client: RewardClient | None = None,
+) -> Callable[..., list[float | None]]:
+    """A TRL reward function; the server URL defaults to `$REWARD_SERVER_URL`."""
+    cl = client or RewardClient(server_url(base_url), token=server_token(token), timeout=timeout, max_batch=max_batch)
+
+    def reward_func(prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
+        completions = list(completions or [])
+        if not completions:
+            return []
+        results = cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract)
+        return [r.reward for r in results]
+
+    reward_func.__name__ = name
+    reward_func.__qualname__ = name
+    reward_func.client = cl  # type: ignore[attr-defined]
+    return reward_func
+
+
+def make_async_trl_reward_func(
+    base_url: str | list[str] | None = None,
+    task_column: str = "task",
+    weights: dict | None = None,
+    extract: dict | None = None,
+    token: str | None = None,
+    timeout: float = 600.0,
+    max_batch: int = 512,
+    name: str = "verireward",
+):
+    """The `async def` variant. One client per event loop (httpx clients are loop-bound)."""
+    url, tok = server_url(base_url), server_token(token)
+    clients: dict[int, AsyncRewardClient] = {}
+
+    async def reward_func(prompts: list[Any] | None = None, completions: list[Any] | None = None, **kwargs: Any) -> list[float | None]:
+        completions = list(completions or [])
+        if not completions:
+            return []
+        loop_id = id(asyncio.get_running_loop())
+        cl = clients.get(loop_id)
+        if cl is None:
+            cl = clients[loop_id] = AsyncRewardClient(url, token=tok, timeout=timeout, max_batch=max_batch)
+        results = await cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract)
+        return [r.reward for r in results]
+
+    reward_func.__name__ = name
+    reward_func.__qualname__ = name
+    return reward_func

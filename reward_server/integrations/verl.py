@@ -1,0 +1,94 @@
+"""verl: `compute_score` for `custom_reward_function` (and the batch form for verl's
+`BatchRewardManager`), scoring through the reward server over HTTP.
+
+```yaml
+custom_reward_function:
+  path: <site-packages>/reward_server/compat/verl.py
+  name: compute_score            # or compute_score_batch with reward_model.reward_manager=batch
+  reward_kwargs: {server_url: "http://127.0.0.1:8000"}   # or set REWARD_SERVER_URL
+```
+
+`ground_truth` may be verl's code format `{"inputs": [...], "outputs": [...], "fn_name"?}`
+(stdio, or call-based with `fn_name`), our task (dict or JSON string), or a math answer
+string. `extra_info["task"]`, when present, wins. Every result dict has the same keys
+(`score`, `acc`, `passed`, `total`, `infra_error`) so verl can tabulate them; an infra
+error scores `infra_error_score` (verl needs a number) and sets `infra_error` to 1.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from reward_server.client import RewardClient, ScoreResult
+from reward_server.labels import server_token, task_of
+from reward_server.labels import server_url as _default_url
+
+_clients: dict[tuple, RewardClient] = {}
+_lock = threading.Lock()
+
+
+def _client(url: Any, token: str | None, timeout: float) -> RewardClient:
+    key = (tuple(url) if isinstance(url, list) else url, token, timeout)
+    with _lock:
+        cl = _clients.get(key)
+        if cl is None:
+            cl = _clients[key] = RewardClient(url, token=token, timeout=timeout)
+        return cl
+
+
+def _task(ground_truth: Any, extra_info: Any) -> Any:
+    if isinstance(extra_info, dict) and extra_info.get("task") is not None:
+        return task_of(extra_info["task"])
+    return task_of(ground_truth)
+
+
+def _as_dict(r: ScoreResult, infra_error_score: float) -> dict[str, Any]:
+    if r.reward is None:
+        return {"score": float(infra_error_score), "acc": 0.0, "passed": 0, "total": 0, "infra_error": 1}
+    d = r.detail
+    if d.get("kind") == "math":
+        passed, total = int(r.reward >= 1.0), 1
+    else:
+        passed, total = int(d.get("passed", 0)), int(d.get("total", 0))
+    return {"score": float(r.reward), "acc": float(r.reward >= 1.0), "passed": passed, "total": total, "infra_error": 0}
+
+
+def compute_score_batch(
+    data_sources: list[Any],
+    solution_strs: list[str],
+    ground_truths: list[Any],
+    extra_infos: list[Any] | None = None,
+    server_url: str | list[str] | None = None,
+    token: str | None = None,
+    weights: dict | None = None,
+    timeout: float = 600.0,
+    infra_error_score: float = 0.0,
+    **kwargs: Any,
+) -> list[dict[str, Any]]:
+    extra_infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
+    items = [
+        {"completion": s, "task": _task(g, e)}
+        for s, g, e in zip(solution_strs, ground_truths, extra_infos, strict=True)
+    ]
+    cl = _client(_default_url(server_url), server_token(token), timeout)
+    return [_as_dict(r, infra_error_score) for r in cl.score(items, weights=weights)]
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any = None,
+    server_url: str | list[str] | None = None,
+    token: str | None = None,
+    weights: dict | None = None,
+    timeout: float = 600.0,
+    infra_error_score: float = 0.0,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    return compute_score_batch(
+        [data_source], [solution_str], [ground_truth], [extra_info], server_url=server_url, token=token,
+        weights=weights, timeout=timeout, infra_error_score=infra_error_score,
+    )[0]
+

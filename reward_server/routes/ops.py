@@ -1,0 +1,39 @@
+"""Operational routes: liveness, readiness, Prometheus metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+router = APIRouter(tags=["ops"])
+
+
+@router.get("/healthz", summary="Liveness: the process answers")
+async def healthz():
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="Readiness: the sandbox pool has live runners",
+            responses={503: {"description": "not ready: no live runner, or shutting down (same body)"}})
+async def readyz(request: Request):
+    st = request.app.state
+    p = getattr(st, "pool", None)
+    adm = getattr(st, "admission", None)
+    ready = bool(p is not None and getattr(p, "ready", False) and adm is not None and not adm.draining)
+    body: dict[str, Any] = {"ready": ready}
+    if p is not None:
+        with contextlib.suppress(Exception):
+            body["pool"] = json.loads(p.stats().model_dump_json())
+    return JSONResponse(status_code=200 if ready else 503, content=body)
+
+
+@router.get("/metrics", summary="Prometheus metrics", response_class=Response,
+            responses={200: {"description": "Prometheus text exposition format",
+                             "content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}})
+async def metrics(request: Request):
+    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
