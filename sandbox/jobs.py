@@ -145,12 +145,22 @@ class CallTests(BaseModel):
 
 Tests = AssertCheckTests | AssertListTests | StdioTests | CallTests
 
+def _known_runtime(name: str) -> str:
+    from sandbox import runtimes
+
+    return runtimes.get(name).name  # ValueError (a 422 naming the field) for an unknown one
+
+
+Runtime = Annotated[str, AfterValidator(_known_runtime),
+                    Field(description="which packages the program may import (sandbox.runtimes: python, sci)")]
+
 class Job(BaseModel):
     """One candidate program and the tests that grade it."""
 
     model_config = ConfigDict(extra="forbid")
     program: str
     language: Literal["python"] = "python"
+    runtime: Runtime = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
 
@@ -245,6 +255,7 @@ class ExecRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     program: str
     language: Literal["python"] = "python"
+    runtime: Runtime = "python"
     stdin: str = ""
     files: list[ExecFile] = Field(default_factory=list, max_length=MAX_FILES)
     fetch_files: list[Annotated[str, AfterValidator(scratch_path)]] = Field(default_factory=list, max_length=MAX_FETCH_FILES)

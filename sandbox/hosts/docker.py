@@ -50,13 +50,17 @@ class DockerHost(Host):
         scratch_mb: int = 256,
         scratch_inodes: int = 16384,
         shm_mb: int = 64,
+        runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
     ) -> None:
         import docker
 
         self.client = docker.from_env(timeout=30)
-        self.image = image or self.default_image()
+        from sandbox import runtimes
+
+        self.runtime = runtimes.get(runtime)
+        self.image = image or (self.runtime.image() if runtime != runtimes.DEFAULT else self.default_image())
         self.slots = slots
         self.memory_mb = memory_mb
         self.cpus = cpus
@@ -172,7 +176,7 @@ class DockerHost(Host):
             "mem_limit": f"{self.memory_mb}m",
             "memswap_limit": f"{self.memory_mb}m",
             "nano_cpus": int(self.cpus * 1e9),
-            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", **self.runtime.runner_env()},
             "labels": {
                 LABEL: "1", "verireward.pool": self.pool_id, "verireward.owner_lock": self.owner_lock,
                 "verireward.lease_dir": self.lease_dir_id, "verireward.uid_base": str(uid_base),

@@ -43,13 +43,36 @@ def prepare_template(scratch: str | None = None, hide_prefix: str = "\0") -> Non
                 os.dup2(null, fd)
                 os.close(null)
     _script_streams()
+    site_dir = os.environ.get("VERIREWARD_RUNTIME_SITE", "")
+    warm = [m for m in os.environ.get("VERIREWARD_RUNTIME_WARM", "").split(",") if m]
     os.environ.clear()
     os.environ.update(limits.CANDIDATE_ENV)
     _script_interpreter()
+    if site_dir:
+        _add_runtime(site_dir, warm)
     if scratch is not None:
         _point_at_scratch(scratch, hide_prefix)
     _template_scratch = scratch
     _template_ready = True
+
+
+RUNTIME_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _add_runtime(site_dir: str, warm: list[str]) -> None:
+    """A runtime's packages (sandbox.runtimes): its site directory on sys.path, as a venv's
+    site-packages would be, and its heavy modules imported once here, so a candidate's
+    `import numpy` costs nothing. BLAS keeps to one thread: its threads would count against
+    the job's process limit (and a forked copy of a thread pool is no pool)."""
+    import site
+
+    os.environ.update(RUNTIME_ENV)
+    site.addsitedir(site_dir)
+    for name in warm:
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001 - a runtime that cannot warm up still serves
+            pass
 
 
 def _script_streams() -> None:
@@ -177,7 +200,7 @@ def _point_at_scratch(scratch: str, hide_prefix: str) -> None:
     directory, as for `python3 prog.py`."""
     global _library_path
     if _library_path is None:
-        _library_path = [p for p in sys.path if p and not p.startswith(hide_prefix)]
+        _library_path = [p for p in sys.path if p and p != hide_prefix and not p.startswith(hide_prefix + "/")]
     os.environ["HOME"] = scratch
     os.environ["TMPDIR"] = scratch
     sys.path[:] = [scratch] + _library_path
