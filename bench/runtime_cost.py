@@ -32,7 +32,7 @@ async def main() -> None:
     ap.add_argument("--jobs", type=int, default=40)
     args = ap.parse_args()
     async with RuntimePools(args.kind, runtimes=("sci",), size=1, per_runner=1) as rp:
-        print(f"| job | runtime | median ms | p90 ms | stdout |\n| --- | --- | --- | --- | --- |")
+        print("| job | runtime | median ms | p90 ms | stdout |\n| --- | --- | --- | --- | --- |")
         for label, runtime, program in CASES:
             times, out = [], ""
             for _ in range(args.jobs):

@@ -10,8 +10,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from sandbox import ExecRequest, Job, Limits
-from sandbox import runtimes
+from sandbox import ExecRequest, Job, Limits, runtimes
 from tests.conftest import IN_CI, kind_params
 from tests.sandbox.conformance_programs import PROGRAMS
 from tests.sandbox.test_conformance import LIMITS, normalise, reference
