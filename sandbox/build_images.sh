@@ -6,6 +6,8 @@
 #   WITH_SERVER=1   also build the server image, from a wheelhouse built here in .cache/wheelhouse
 #                   (see reward_server/Dockerfile); compose.yaml and tests/deploy need it
 #   PYTHON          host interpreter that builds the wheelhouse (its X.Y must match the base's)
+#   RUNTIMES="sci"  also build these runtimes (sandbox/build_runtime.sh: the bwrap site directory and
+#                   the image variant on $SANDBOX_IMAGE), each cached in .cache/runtimes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE_IMAGE=${BASE_IMAGE:-verireward-base:bookworm}
@@ -29,6 +31,11 @@ fi
 
 docker build -q -f sandbox/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SANDBOX_IMAGE" .
 echo "built $SANDBOX_IMAGE on $BASE_IMAGE"
+
+for rt in ${RUNTIMES:-}; do
+  DOCKER=1 BASE_IMAGE="$SANDBOX_IMAGE" SANDBOX_IMAGE="${SANDBOX_IMAGE%%:*}:$rt" bash sandbox/build_runtime.sh "$rt" \
+    2>&1 | grep -v "^WARNING: Location"
+done
 
 if [ "${WITH_SERVER:-0}" = "1" ]; then
   # The server image installs from a wheelhouse built here (no registry inside the build):
