@@ -178,12 +178,14 @@ def _charge_from_here(extra: int = 0) -> None:
     the message of a limit set too low; the frames are counted where it says nothing."""
     global _depth_offset
     depth = 0
-    try:
-        _set_limit(1)
-    except RecursionError as exc:
-        words = str(exc).split("recursion depth ")
-        if len(words) == 2 and words[1].split(":")[0].isdigit():
-            depth = int(words[1].split(":")[0]) - 1  # this function's frame is not the caller's
+    threading = sys.modules.get("threading")
+    if threading is None or threading.active_count() == 1:  # else a limit of 1 would hit the other threads
+        try:
+            _set_limit(1)
+        except RecursionError as exc:
+            words = str(exc).split("recursion depth ")
+            if len(words) == 2 and words[1].split(":")[0].isdigit():
+                depth = int(words[1].split(":")[0]) - 1  # this function's frame is not the caller's
     if depth <= 0:
         f = sys._getframe(1)
         while f is not None:
@@ -304,7 +306,8 @@ def _load(ctrl: socket.socket, msg: dict, name: str) -> tuple[types.CodeType | N
     """Compile (reporting syntax first) and make the fresh module the program runs in, with
     what a module run from a file has."""
     program = msg["program"]
-    path = _write_program(msg["scratch"], program)
+    scratch = msg.get("scratch")
+    path = _write_program(scratch, program) if scratch else "<solution>"  # no scratch: a test's own loop
     code, err = _compile(program, path)
     framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
     module = types.ModuleType(name)
@@ -321,12 +324,12 @@ def _load(ctrl: socket.socket, msg: dict, name: str) -> tuple[types.CodeType | N
     return code, ns
 
 
-def _run_main(ctrl: socket.socket, msg: dict) -> int:
+def _run_main(ctrl: socket.socket, msg: dict | str) -> int:
     """stdio mode: run the program as __main__ on our stdin, ending as `python3 prog.py`
     ends. The control channel is closed before the program's code runs: how it ended is
     what the kernel tells the supervisor (this process's exit status), its output what the
     supervisor read from the pipes."""
-    code, ns = _load(ctrl, msg, "__main__")
+    code, ns = _load(ctrl, msg if isinstance(msg, dict) else {"program": msg}, "__main__")
     ctrl.close()
     if code is None:
         return 0
@@ -424,9 +427,9 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def _serve(ctrl: socket.socket, msg: dict) -> int:
+def _serve(ctrl: socket.socket, msg: dict | str) -> int:
     """function mode: load the program, then answer calls until the supervisor hangs up."""
-    code, ns = _load(ctrl, msg, "solution")
+    code, ns = _load(ctrl, msg if isinstance(msg, dict) else {"program": msg}, "solution")
     if code is None:
         return 0
     # the program's functions are called from _call, a Python frame above this one, where a
