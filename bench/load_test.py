@@ -411,7 +411,9 @@ def _print(report: Report, problems: list[str]) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sandbox", default="bwrap", choices=["bwrap", "docker"])
-    ap.add_argument("--pool", type=int, default=2, help="runners (capacity = pool x 2 jobs)")
+    ap.add_argument("--pool", type=int, default=2, help="runners")
+    ap.add_argument("--max-inflight", type=int, default=None,
+                    help="jobs handed to the pool at once (default: the pool's capacity, sized from cores and memory)")
     ap.add_argument("--max-queued", type=int, default=28, help="queued jobs beyond max_inflight before 429")
     ap.add_argument("--requests", type=int, default=40)
     ap.add_argument("--batch", type=int, default=8)
@@ -431,9 +433,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from tests.server.conftest import start_server  # noqa: PLC0415
 
-    max_inflight = args.pool * 2
-    server = start_server(sandbox=args.sandbox, pool_size=args.pool, max_inflight_jobs=max_inflight,
+    server = start_server(sandbox=args.sandbox, pool_size=args.pool, max_inflight_jobs=args.max_inflight,
                           max_queued_jobs=args.max_queued)
+    max_inflight = server.app.state.admission.max_inflight
     limit = max_inflight + args.max_queued
     clients = args.clients
     if clients * args.batch > limit:

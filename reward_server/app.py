@@ -35,7 +35,8 @@ def _make_pool(settings: Settings):
     pin = options.pop("pin_cpus", settings.pin_cpus)
     if pin is not None and not isinstance(pin, bool):
         raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
-    return make_pool(kind=settings.sandbox, size=settings.pool_size, pin_cpus=pin, **options)
+    return make_pool(kind=settings.sandbox, size=settings.pool_size, slots=settings.pool_slots,
+                     job_memory_mb=settings.job_memory_mb, pin_cpus=pin, **options)
 
 
 async def _start_math(settings: Settings, math_module: Any):

@@ -81,4 +81,9 @@ class Metrics:
             "items whose candidate tried a reward hack, by kind (sandbox.runner.flags; docs/SERVER.md)",
             ["kind"], registry=r,
         )
+        self.compile_cache = Counter(
+            "reward_server_compile_cache", "builds of programs in compiled languages by the runner's compile cache: "
+            "hit, merged (an identical build in flight), miss, none (nothing to build)", ["language", "cache"],
+            registry=r,
+        )
         r.register(_LiveCollector(admission, pool))

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from reward_server.settings import Weights
-from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, StdioTests, escape_surrogates
+from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, Language, StdioTests, escape_surrogates
 
 log = logging.getLogger("reward_server.schemas")
 
@@ -66,11 +66,23 @@ class CodeTask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     type: Literal["code"] = "code"
-    language: Literal["python"] = "python"
+    language: Language = Field("python", description="python, cpp, java, go, rust, javascript (or a name "
+                               "SandboxFusion clients send: nodejs, c++ ...); other than python: stdio tests")
     tests: TestsSpec
-    timeout_s: float | None = Field(None, gt=0, description="per-test wall-clock limit (server default 5 s)")
+    timeout_s: float | None = Field(None, gt=0, description="per-test CPU-time limit (server default 5 s); the wall "
+                                    "clock is a backstop at `wall_factor` times it")
+    stop_on_timeout: bool | None = Field(None, description="skip the tests after one that timed out, each scored as "
+                                         "failed (default true: a looping program costs one timeout, not one per test)")
+    wall_factor: float | None = Field(None, ge=1, le=20, description="wall-clock backstop per test in multiples of "
+                                      "timeout_s, for a program that sleeps or blocks (server default 3)")
     memory_mb: int | None = Field(None, ge=16, description="per-process memory limit (server default 512 MiB)")
     prefix: str = Field("", description="prepended to the extracted program (e.g. a HumanEval prompt)")
+
+    @model_validator(mode="after")
+    def _stdio_for_others(self) -> CodeTask:
+        if self.language != "python" and self.tests.kind != "stdio":
+            raise ValueError(f"language {self.language!r} takes stdio tests only (tests.kind 'stdio')")
+        return self
 
 
 class MathTask(BaseModel):

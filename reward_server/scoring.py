@@ -19,7 +19,7 @@ from reward_server.errors import InvalidRequest, RequestRejected, error
 from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
-from sandbox.jobs import ExecRequest, ExecResult, escape_surrogates
+from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
 
 log = logging.getLogger("reward_server.scoring")
 
@@ -74,6 +74,7 @@ class Scorer:
         self.admission = admission
         self.metrics = metrics
         self.infra_error = _infra_error_type()
+        self.default_limits = Limits(wall_factor=settings.wall_factor)  # a task's own fields override it
 
     # ------------------------------------------------------------------ the road in
     async def score(
@@ -187,7 +188,7 @@ class Scorer:
         return res
 
     async def _code(self, item: ScoreItem, task: CodeTask, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
-        program, mode = await asyncio.to_thread(extract_code, item.completion, extract)
+        program, mode = await asyncio.to_thread(extract_code, item.completion, extract, task.language)
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
             n = count_tests(task)
@@ -198,7 +199,7 @@ class Scorer:
                 "wall_s": 0.0, "runner": "", "flags": [],
             }
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
-        job = build_job(escape_surrogates(program), task)
+        job = build_job(escape_surrogates(program), task, self.default_limits)
         try:
             async with self.admission.slot():
                 result = await self.pool.run(job)
@@ -207,6 +208,8 @@ class Scorer:
                 id=item.id, reward=None, status="infra_error",
                 detail={"kind": "code", "error": str(e) or type(e).__name__, "extract_mode": mode, "code_chars": len(program)},
             )
+        if result.compile is not None:
+            self.metrics.compile_cache.labels(task.language, result.compile.cache).inc()
         return ScoreResult(
             id=item.id, reward=shape_reward(result, weights), status="ok", detail=code_detail(result, mode, len(program))
         )

@@ -39,6 +39,13 @@ class Settings(BaseSettings):
 
     sandbox: SandboxKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
     pool_size: int | None = Field(None, ge=1, description="runners in the pool (default: the host's choice)")
+    pool_slots: int | None = Field(
+        None, ge=1, description="jobs the pool runs at once (default: min(4 x cores, memory / job_memory_mb); limits "
+        "are CPU time, so sleeping or waiting jobs cost nothing; docs/RELIABILITY.md)",
+    )
+    job_memory_mb: int = Field(256, ge=16, description="memory one job is budgeted when sizing the pool by default")
+    wall_factor: float = Field(3.0, ge=1, le=20, description="default wall-clock backstop per test, in multiples of "
+                               "its CPU-time limit (a task's `wall_factor` overrides it; /run_code uses 1)")
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
     pin_cpus: bool | None = Field(
         None,

@@ -8,6 +8,9 @@
 #   PYTHON          host interpreter that builds the wheelhouse (its X.Y must match the base's)
 #   RUNTIMES="sci"  also build these runtimes (sandbox/build_runtime.sh: the bwrap site directory and
 #                   the image variant on $SANDBOX_IMAGE), each cached in .cache/runtimes
+#   TOOLCHAINS=1    also build the toolchain variant (sandbox/Dockerfile.toolchains: g++, OpenJDK 17,
+#                   Go, Rust, node), on TOOLCHAIN_BASE (default verireward-base-toolchains:bookworm,
+#                   made here by debootstrap with those Debian packages), tagged TOOLCHAIN_IMAGE
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BASE_IMAGE=${BASE_IMAGE:-verireward-base:bookworm}
@@ -36,6 +39,30 @@ for rt in ${RUNTIMES:-}; do
   DOCKER=1 BASE_IMAGE="$SANDBOX_IMAGE" SANDBOX_IMAGE="${SANDBOX_IMAGE%%:*}:$rt" bash sandbox/build_runtime.sh "$rt" \
     2>&1 | grep -v "^WARNING: Location"
 done
+
+if [ "${TOOLCHAINS:-0}" = "1" ]; then
+  TOOLCHAIN_BASE=${TOOLCHAIN_BASE:-verireward-base-toolchains:bookworm}
+  TOOLCHAIN_IMAGE=${TOOLCHAIN_IMAGE:-verireward-sandbox:toolchains}
+  # the Debian packages the languages of sandbox/runner/languages/table.py need (.ci/run installs
+  # the same ones on the host for the bwrap sandbox)
+  TOOLCHAIN_PACKAGES=${TOOLCHAIN_PACKAGES:-g++,openjdk-17-jdk-headless,golang-go,rustc,nodejs}
+  if ! docker image inspect "$TOOLCHAIN_BASE" >/dev/null 2>&1; then
+    if [ "$TOOLCHAIN_BASE" = "verireward-base-toolchains:bookworm" ]; then
+      command -v debootstrap >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap; }
+      root=$(mktemp -d /tmp/verireward-rootfs.XXXXXX)
+      echo "building $TOOLCHAIN_BASE with debootstrap in $root"
+      debootstrap --variant=minbase --include="python3,ca-certificates,$TOOLCHAIN_PACKAGES" bookworm "$root" \
+        >/tmp/debootstrap-toolchains.log 2>&1 || { tail -20 /tmp/debootstrap-toolchains.log; exit 1; }
+      rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/* "$root"/usr/share/doc/*
+      tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$TOOLCHAIN_BASE"
+      rm -rf "$root"
+    else
+      docker pull "$TOOLCHAIN_BASE"
+    fi
+  fi
+  docker build -q -f sandbox/Dockerfile.toolchains --build-arg BASE_IMAGE="$TOOLCHAIN_BASE" -t "$TOOLCHAIN_IMAGE" .
+  echo "built $TOOLCHAIN_IMAGE on $TOOLCHAIN_BASE"
+fi
 
 if [ "${WITH_SERVER:-0}" = "1" ]; then
   # The server image installs from a wheelhouse built here (no registry inside the build):

@@ -21,10 +21,27 @@ from pydantic import (
     model_validator,
 )
 
-from sandbox.runner import codec
+from sandbox.runner import codec, languages
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
-TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error"]
+# compile_error: the program in a compiled language did not build (every test gets it)
+TestStatus = Literal["passed", "failed", "error", "timeout", "memory", "output_limit", "skipped", "protocol_error",
+                     "compile_error"]
+
+
+def _language(name: str) -> str:
+    """A language's canonical name (sandbox.runner.languages: aliases such as "nodejs" or
+    "c++" included); ValueError naming the ones we know."""
+    if name == languages.PYTHON:
+        return name
+    lang = languages.get(name)
+    if lang is None:
+        raise ValueError(f"unknown language {name!r}; known: python, {', '.join(languages.names())}")
+    return lang.name
+
+
+Language = Annotated[str, Field(max_length=40, description="python, or a name in sandbox.runner.languages"),
+                     AfterValidator(_language)]
 
 
 def escape_surrogates(value: Any) -> Any:
@@ -57,13 +74,19 @@ class Limits(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    timeout_s: float = Field(5.0, gt=0, le=120, description="wall-clock limit per test (and for loading the program)")
+    timeout_s: float = Field(5.0, gt=0, le=120, description="CPU-time limit per test (and for loading the program): "
+                             "user+system of the candidate's processes, as competitive judges count it")
+    wall_factor: float = Field(3.0, ge=1, le=20, description="wall-clock backstop per test, in multiples of timeout_s "
+                               "(for a program that sleeps or blocks)")
+    stop_on_timeout: bool = Field(True, description="after a test times out, skip the rest (each scored as failed): "
+                                  "a looping program costs one timeout, not one per test")
     memory_mb: int = Field(512, ge=16, le=16384, description="address-space limit per process")
     nproc: int = Field(16, ge=1, le=1024, description="processes a job may have at once")
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(16 << 20, ge=1024, le=64 << 20,
                               description="stdout+stderr per test before it is cut (stdio tests compare it as a stream)")
+    compile_timeout_s: float = Field(20.0, gt=0, le=60, description="wall-clock limit for building the program")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 
@@ -159,10 +182,16 @@ class Job(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     runtime: Runtime = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
+
+    @model_validator(mode="after")
+    def _stdio_for_others(self) -> Job:
+        if self.language != languages.PYTHON and self.tests.kind != "stdio":
+            raise ValueError(f"a {self.language} program takes stdio tests only (tests.kind 'stdio')")
+        return self
 
 class TestResult(BaseModel):
     __test__ = False  # not a pytest class
@@ -174,6 +203,23 @@ class TestResult(BaseModel):
     @classmethod
     def _text(cls, v: Any) -> Any:
         return escape_surrogates(v)
+
+class CompileInfo(BaseModel):
+    """How a program in a compiled language was built (sandbox.runner.compiled.Build)."""
+
+    ok: bool
+    cache: Literal["hit", "miss", "merged", "none"] = "miss"
+    status: str = "finished"
+    return_code: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    time_s: float = 0.0
+
+    @field_validator("stdout", "stderr", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return escape_surrogates(v)
+
 
 class JobResult(BaseModel):
     syntax_ok: bool
@@ -188,6 +234,7 @@ class JobResult(BaseModel):
     wall_s: float = 0.0
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -254,7 +301,7 @@ class ExecRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     program: str
-    language: Literal["python"] = "python"
+    language: Language = "python"
     runtime: Runtime = "python"
     stdin: str = ""
     files: list[ExecFile] = Field(default_factory=list, max_length=MAX_FILES)
@@ -309,6 +356,7 @@ class ExecResult(BaseModel):
     files: dict[str, str] = Field(default_factory=dict, description="fetched files, base64")
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
+    compile: CompileInfo | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -26,6 +26,7 @@ from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
     AssertListTests,
     CallTests,
+    CompileInfo,
     ExecRequest,
     ExecResult,
     Job,
@@ -33,7 +34,8 @@ from sandbox.jobs import (
     StdioTests,
     TestResult,
 )
-from sandbox.runner import flags
+from sandbox.runner import flags, languages
+from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
 
@@ -126,6 +128,7 @@ class SandboxPool:
         self.restarts = 0
         self.jobs_total = 0
         self.infra_errors = 0
+        self._languages: list[str] | None = None  # as the runners report them (pong)
         self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
 
     # ---------------------------------------------------------------- lifecycle
@@ -168,6 +171,9 @@ class SandboxPool:
         if not self.ready:
             await self.close()
             raise RunnerStartError(f"no {self.kind} runner started: {results[0]}")
+        live = next((r for r in self.runners if r is not None), None)
+        if live is not None:
+            await self._answers(live)  # its pong says which languages the runners can run
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
@@ -325,12 +331,25 @@ class SandboxPool:
                 on_event(ev)
 
     # ------------------------------------------------------------------ public
+    def languages(self) -> list[str]:
+        """The languages this pool's runners build and run: what a runner said in its last
+        health answer, else the host's word, else this machine's toolchains."""
+        if self._languages is not None:
+            return list(self._languages)
+        tell = getattr(self.host, "languages", None)
+        if callable(tell):
+            return list(tell())
+        return sorted(k for k, ok in languages.available().items() if ok)
+
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
         n_guess = _count_tests(job)
-        budget = job.limits.timeout_s * (n_guess + 3) + 30
+        budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
                "limits": job.limits.model_dump(), "stream": on_event is not None}
+        if job.language != "python":
+            msg["language"] = job.language
+            budget += job.limits.compile_timeout_s
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if "error" in done:
@@ -342,19 +361,25 @@ class SandboxPool:
             load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
             stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
             wall_s=float(done.get("wall_s", 0.0)), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
                "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
                "limits": req.limits.model_dump()}
+        budget = req.limits.timeout_s * req.limits.wall_factor * HARD_FACTOR + 30
+        if req.language != "python":
+            msg["language"] = req.language
+            budget += req.limits.compile_timeout_s
         self.jobs_total += 1
-        done, ident = await self._exchange(msg, req.limits.timeout_s + 30, None)
+        done, ident = await self._exchange(msg, budget, None)
         return ExecResult(
             status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
             stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
             time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
             files=done.get("files", {}), runner=ident, flags=flags.clean(done.get("flags")),
+            compile=_compile_info(done),
         )
 
     # ---------------------------------------------------------------- recovery
@@ -465,6 +490,9 @@ class SandboxPool:
         await conn.send({"op": "ping"})
         ev = await conn.recv()
         if ev.get("event") == "pong" or (refusal_ok and ev.get("event") == "infra_error"):
+            said = ev.get("languages")
+            if isinstance(said, list) and all(isinstance(x, str) for x in said):
+                self._languages = sorted(said)[:50]  # what the runners see (their view, their image)
             return
         raise RunnerLost("bad pong")
 
@@ -534,15 +562,54 @@ def docker_available(timeout: float = 3.0) -> bool:
         return False
 
 
+SLOTS_PER_CORE = 4
+JOB_MEMORY_MB = 256
+
+
+def memory_bytes() -> int:
+    """The memory this process's jobs share: the cgroup's limit where one is set, else the
+    machine's RAM (0 when neither can be read)."""
+    try:
+        with open("/sys/fs/cgroup/memory.max") as f:
+            text = f.read().strip()
+        if text.isdigit():
+            return int(text)
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def default_slots(cores: int | None = None, mem_bytes: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
+                  per_core: int = SLOTS_PER_CORE) -> int:
+    """Jobs the pool runs at once by default: min(per_core * cores, memory / job_memory_mb).
+    More than one per core because a test's limit is CPU time (sandbox/runner/cpuclock.py): a
+    job that sleeps, blocks or waits for its turn on a core costs no CPU and its verdict does
+    not change, so the pool can overlap them; memory is what really bounds it (a typical job's
+    processes hold well under job_memory_mb resident; its address-space cap is per process)."""
+    cores = cores or len(allowed_cpus()) or os.cpu_count() or 2
+    mem = memory_bytes() if mem_bytes is None else mem_bytes
+    by_memory = mem // (job_memory_mb << 20) if mem > 0 else per_core * cores
+    return max(1, min(per_core * cores, by_memory))
+
+
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
-              pin_cpus: bool | None = None, **host_options: Any) -> SandboxPool:
+              pin_cpus: bool | None = None, slots: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
+              **host_options: Any) -> SandboxPool:
     """A pool on the named host; `auto` takes docker when an engine and our image answer.
+    `slots` is the jobs it runs at once (default: `default_slots`), spread over `size`
+    runners (default: one per core, at most 8) of `per_runner` jobs each; `per_runner`
+    given alone fixes the capacity at size * per_runner.
     `pin_cpus` (see CpuPlan) defaults to on where the pool starts its own runners and off
     for socketdir, whose runners other reward servers on the same machine may share."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
     per_runner_given = per_runner
-    per_runner = per_runner or 2
+    if per_runner is None:
+        total = slots or default_slots(job_memory_mb=job_memory_mb)
+        per_runner = max(1, -(-total // size))
     if kind == "auto":
         from sandbox.hosts.docker import DockerHost
 
@@ -559,6 +626,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         # one core per concurrent job, plus one for the supervisors' cleanup and the next
         # candidate's fork that overlap jobs (a quota at exactly the job count throttles them)
         host_options.setdefault("cpus", float(min(per_runner + 1, cpus)))
+        # the container's memory is shared by its jobs: the default 2 GiB, or job_memory_mb x 2
+        # per job where the runner takes more jobs (default sizing gives it more than two)
+        host_options.setdefault("memory_mb", max(2048, 2 * job_memory_mb * per_runner))
         host: Host = DockerHost(slots=per_runner + 3, **host_options)
     elif kind == "bwrap":
         from sandbox.hosts.bwrap import BwrapHost
@@ -577,3 +647,9 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"
     return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)
+
+
+def _compile_info(done: dict) -> CompileInfo | None:
+    """The runner's word on the build of a compiled-language job (absent for python)."""
+    c = done.get("compile")
+    return CompileInfo(**c) if isinstance(c, dict) else None

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from reward_server.schemas import CodeTask, ExtractOptions
 from reward_server.settings import Weights
 from sandbox.jobs import AssertCheckTests, Job, JobResult, Limits
+from sandbox.runner import languages
 
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
 _LANG_CHARS = frozenset("+.#-_")
@@ -74,17 +75,28 @@ def strip_think(text: str) -> str:
     return text[i + len("</think>"):] if i >= 0 else text
 
 
-def extract_code(completion: str, options: ExtractOptions | None = None) -> tuple[str, str]:
-    """Return (program, mode used): the last ```python fence, else the first fence, else the raw text."""
+def fence_tags(language: str) -> tuple[str, set[str]]:
+    """(the mode name, the fence tags) of a task's language: ```python for python, ```cpp,
+    ```c++ ... for C++ (sandbox.runner.languages' aliases)."""
+    lang = languages.get(language) if language != "python" else None
+    if lang is None:
+        return "last_python_fence", _PYTHON_TAGS
+    return f"last_{lang.name}_fence", {lang.name, *lang.aliases}
+
+
+def extract_code(completion: str, options: ExtractOptions | None = None, language: str = "python") -> tuple[str, str]:
+    """Return (program, mode used): the last fence of the task's language (```python by
+    default), else the first fence, else the raw text."""
     opts = options or ExtractOptions()
     text = strip_think(completion) if opts.strip_think else completion
     if opts.mode == "raw":
         return text, "raw"
     blocks = fenced_blocks(text)
     if opts.mode in ("auto", "last_python_fence"):
-        py = [b for b in blocks if b.lang in _PYTHON_TAGS]
-        if py:
-            return py[-1].code, "last_python_fence"
+        mode, tags = fence_tags(language)
+        mine = [b for b in blocks if b.lang in tags]
+        if mine:
+            return mine[-1].code, mode
         if opts.mode == "last_python_fence":
             return text, "raw"
     if not blocks:
@@ -101,6 +113,10 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         update["timeout_s"] = task.timeout_s
     if task.memory_mb is not None:
         update["memory_mb"] = task.memory_mb
+    if task.stop_on_timeout is not None:
+        update["stop_on_timeout"] = task.stop_on_timeout
+    if task.wall_factor is not None:
+        update["wall_factor"] = task.wall_factor
     if update:
         limits = limits.model_copy(update=update)
     tests = task.tests
@@ -143,4 +159,5 @@ def code_detail(result: JobResult, mode: str, code_chars: int) -> dict:
         "wall_s": round(result.wall_s, 6),
         "runner": result.runner,
         "flags": list(result.flags),
+        **({"compile": result.compile.model_dump()} if result.compile is not None else {}),
     }

@@ -26,6 +26,9 @@ async def readyz(request: Request):
     adm = getattr(st, "admission", None)
     ready = bool(p is not None and getattr(p, "ready", False) and adm is not None and not adm.draining)
     body: dict[str, Any] = {"ready": ready}
+    if p is not None and hasattr(p, "languages"):
+        with contextlib.suppress(Exception):
+            body["languages"] = p.languages()
     if p is not None:
         with contextlib.suppress(Exception):
             body["pool"] = json.loads(p.stats().model_dump_json())

@@ -4,7 +4,9 @@ and `GET /v1/ping`, with their request/response shapes and semantics.
 `/run_code`: run once with stdin and files; `status` is `Success` when the program finished
 with exit code 0, `Failed` when it finished otherwise, failed to compile or ran out of time,
 and `SandboxError` when the sandbox itself failed (or the language is not one we run).
-Python has no compile step, so `compile_result` is null and a syntax error shows as a run
+A compiled language (cpp, java, go, rust; nodejs's build is `node --check`) fills
+`compile_result`; a build that fails is `Failed` with `run_result` null, as SandboxFusion
+answers it. Python has no compile step, so `compile_result` is null and a syntax error shows as a run
 that finished with exit code 1 and the traceback on stderr, exactly as SandboxFusion does.
 verl's `sandbox_fusion` reward path posts one such request per test case and checks
 `status`, `run_result.status`, `return_code` and `stdout`; it works unchanged. Over capacity
@@ -30,6 +32,7 @@ from reward_server.grading.code import extract_code
 from reward_server.schemas import ScoreItem
 from reward_server.settings import Settings
 from sandbox.jobs import ExecRequest, Limits, escape_surrogates
+from sandbox.runner import languages
 
 log = logging.getLogger("reward_server.routes.sandbox_fusion")
 router = APIRouter(tags=["compat: SandboxFusion"])
@@ -83,7 +86,20 @@ def _sandbox_error(message: str) -> Response:
     return _resp(RunCodeResponse(status="SandboxError", message=message))
 
 
+def compile_to_result(c) -> CommandRunResult:
+    """The runner's build (sandbox.jobs.CompileInfo) as SandboxFusion's compile_result."""
+    if c.status == "timeout":
+        return CommandRunResult(status="TimeLimitExceeded", execution_time=c.time_s, return_code=None,
+                                stdout=c.stdout, stderr=c.stderr)
+    rc = c.return_code if c.return_code is not None else (0 if c.ok else -9)
+    return CommandRunResult(status="Finished", execution_time=c.time_s, return_code=rc, stdout=c.stdout,
+                            stderr=c.stderr)
+
+
 def exec_to_response(res) -> RunCodeResponse:
+    if res.compile is not None and not res.compile.ok:  # SandboxFusion: Failed, compile_result set, no run
+        return RunCodeResponse(status="Failed", message="compile error", compile_result=compile_to_result(res.compile),
+                               run_result=None, executor_pod_name=res.runner or None)
     if res.status == "timeout":
         run = CommandRunResult(status="TimeLimitExceeded", execution_time=res.time_s, return_code=None,
                                stdout=res.stdout, stderr=res.stderr)
@@ -102,11 +118,23 @@ def exec_to_response(res) -> RunCodeResponse:
         status="Success" if ok else "Failed",
         message="" if ok else ({"timeout": "time limit exceeded", "memory": "memory limit exceeded",
                                 "output_limit": "output limit exceeded"}.get(res.status, "")),
-        compile_result=None,
+        compile_result=compile_to_result(res.compile) if res.compile is not None else None,
         run_result=run,
         executor_pod_name=res.runner or None,
         files=dict(res.files),
     )
+
+
+def _language(name: str) -> str | None:
+    """Our name for a SandboxFusion language name (python3 -> python, nodejs -> javascript), or None."""
+    if name in _PYTHON:
+        return "python"
+    lang = languages.get(name)
+    return lang.name if lang is not None else None
+
+
+def _unsupported(name: object) -> str:
+    return f"language {name!r} is not supported by this sandbox (python, {', '.join(languages.names())})"
 
 
 def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest, str]:
@@ -118,7 +146,10 @@ def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest,
     timeout = min(asked, settings.max_timeout_s)
     if asked > timeout:
         notes.append(f"run_timeout {asked:g}s is over this server's cap; ran with {timeout:g}s")
-    limits: dict[str, Any] = {"timeout_s": timeout}
+    # SandboxFusion's run_timeout is wall-clock and its clients (verl) size their read timeout on
+    # it: wall_factor 1 keeps that contract (/v1/score's limits are CPU time, sandbox/runner/cpuclock.py)
+    limits: dict[str, Any] = {"timeout_s": timeout, "wall_factor": 1.0,
+                              "compile_timeout_s": max(1.0, min(float(req.compile_timeout) or 20.0, 60.0))}
     if req.memory_limit_MB and req.memory_limit_MB > 0:
         limits["memory_mb"] = max(16, min(req.memory_limit_MB, settings.max_memory_mb))
         if req.memory_limit_MB > settings.max_memory_mb:
@@ -126,7 +157,7 @@ def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest,
     names = [k for k, v in req.files.items() if v is not None]
     try:
         ereq = ExecRequest(
-            program=req.code, stdin=req.stdin or "",
+            program=req.code, language=_language(req.language) or "python", stdin=req.stdin or "",
             files=[{"path": k, "content_b64": req.files[k]} for k in names],
             fetch_files=list(req.fetch_files), limits=Limits(**limits),
         )
@@ -148,6 +179,10 @@ async def _run(scorer, ereq: ExecRequest) -> RunCodeResponse:
         res = await scorer.execute(ereq)
     except scorer.infra_error as e:
         return RunCodeResponse(status="SandboxError", message=f"sandbox error: {e}")
+    if res.compile is not None:
+        scorer.metrics.compile_cache.labels(ereq.language, res.compile.cache).inc()
+    elif ereq.language != "python" and not res.syntax_ok:  # not built at all: no toolchain on this host
+        return RunCodeResponse(status="SandboxError", message=res.stderr.strip() or f"cannot run {ereq.language} here")
     return exec_to_response(res)
 
 
@@ -158,8 +193,8 @@ async def run_code(request: Request):
     st = request.app.state
     settings: Settings = st.settings
     req = await parse_body(request, RunCodeRequest, escape=False)
-    if req.language not in _PYTHON:
-        return _sandbox_error(f"language {req.language!r} is not supported by this sandbox (python only)")
+    if _language(req.language) is None:
+        return _sandbox_error(_unsupported(req.language))
     ereq, note = await asyncio.to_thread(_exec_request, req, settings)  # base64 checks: off the loop
     out = await _run(st.scorer, ereq)
     if note:
@@ -249,9 +284,11 @@ async def submit(request: Request):
     settings: Settings = st.settings
     req = await parse_body(request, SubmitRequest)
     cfg = req.config
-    if cfg.language not in _PYTHON:
-        raise invalid(["config", "language"], f"language {cfg.language!r} is not supported by this sandbox (python only)")
-    task: dict[str, Any] = {"type": "code", "tests": {"kind": "stdio", "cases": _stdio_cases(cfg)}}
+    language = _language(cfg.language or "python")
+    if language is None:
+        raise invalid(["config", "language"], _unsupported(cfg.language))
+    task: dict[str, Any] = {"type": "code", "language": language,
+                            "tests": {"kind": "stdio", "cases": _stdio_cases(cfg)}}
     st.scorer.check_raw_tasks([(["config", "provided_data", "test"], task)])
     if cfg.run_timeout:
         task["timeout_s"] = min(float(cfg.run_timeout), settings.max_timeout_s)
@@ -259,7 +296,7 @@ async def submit(request: Request):
         item = ScoreItem.model_validate({"id": req.id, "completion": req.completion, "task": task})
     except ValidationError as e:
         raise InvalidRequest([error(["config", "provided_data", *err["loc"]], err["msg"], err["type"]) for err in e.errors()]) from None
-    program, mode = await asyncio.to_thread(extract_code, req.completion)
+    program, mode = await asyncio.to_thread(extract_code, req.completion, None, language)
     (res,) = await st.scorer.score([item], field="completion")
     if res.status != "ok":
         raise RequestRejected(503, f"sandbox error: {res.detail.get('error', '')}", retry_after=1)

@@ -32,8 +32,10 @@ import time
 from pathlib import Path
 
 from sandbox import runtimes
+from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
 from sandbox.runner import uidlease
+from sandbox.runner.languages import pch
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -45,6 +47,7 @@ MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controlle
 MEMCG_PARENT = "verireward"
 MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
 FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
+TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # with toolchains=True
 
 
 def bwrap_path() -> str:
@@ -144,7 +147,8 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
 
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
-                  shm_mb: int = 64, runtime: str = "python") -> list[str]:
+                  toolchains: bool = False, pch_dir: str | None = None, shm_mb: int = 64,
+                  runtime: str = "python") -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it."""
@@ -165,8 +169,6 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     rt = runtimes.get(runtime)
     for key, value in rt.runner_env().items():
         cmd += ["--setenv", key, value]
-    cmd += [
-    ]
     binds: list[tuple[str, str]] = [(d, d) for d in dirs] + [(f, f) for f in files]
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
     if rt.site_dir is not None:  # a runtime's packages, and the system libraries their extensions link
@@ -177,6 +179,12 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         binds += [(src, dst) for src, dst in runtime_libraries(os.path.realpath(rt.site_dir))
                   if os.path.basename(dst) not in known and os.path.basename(src) not in known
                   and not any(dst.startswith(d + "/") for d in dirs)]
+    if toolchains:  # compilers and runtimes (sandbox/runner/languages): the system dirs, read-only
+        links = tuple({**dict(links), **{d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}}.items())
+        binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
+        if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
+            binds.append((pch_dir, f"{CODE_ROOT}/pch"))
     link_paths = {p for p, _ in links}
     made: set[str] = set()
     for path, _target in links:  # parents of the links first, then the links (shallow first)
@@ -301,7 +309,7 @@ class BwrapHost(Host):
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
                  scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
-                 runtime: str = "python") -> None:
+                 languages: bool = False, runtime: str = "python") -> None:
         self.slots = slots
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
@@ -312,15 +320,26 @@ class BwrapHost(Host):
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
         self.procs: dict[str, asyncio.subprocess.Process] = {}
+        # languages beyond python: the host's toolchains in the view, C++'s precompiled header
+        # made once per machine and toolchain (~7 s, then found)
+        self.toolchains = languages
+        self.pch_dir = pch.host_dir() if languages else None
         self.handles: dict[str, RunnerHandle] = {}
         remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
         uidlease.sweep()
+
+    def languages(self) -> list[str]:
+        """The languages this host's runners can build and run."""
+        if not self.toolchains:
+            return ["python"]
+        return sorted(k for k, ok in runner_languages.available().items() if ok)
 
     def runner_command(self, sock_dir: str, lease: uidlease.UidLease, scratch_dir: str, memcg: str | None) -> list[str]:
         python = os.path.realpath(sys.executable)
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
-                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg, runtime=self.runtime)
+                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
+                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,

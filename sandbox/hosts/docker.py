@@ -164,6 +164,9 @@ class DockerHost(Host):
                                           f"nr_inodes={self.scratch_inodes},mode=700"
                     for k in range(self.slots)
                 },
+                # the runner's compile cache (sandbox/runner/compile_cache.py): root-owned, and the one
+                # place built programs are run from (Docker's tmpfs is noexec unless told)
+                "/scratch/sbx-cache": "rw,exec,nosuid,nodev,size=128m,mode=711",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
                 "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
             },

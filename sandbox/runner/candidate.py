@@ -12,6 +12,7 @@ import builtins
 import gc
 import marshal
 import os
+import resource
 import signal
 import socket
 import sys
@@ -227,6 +228,8 @@ def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> 
         if first is None:
             os._exit(0)
         _enter_jail(first)
+        if first["op"] == "execve":
+            _execve(ctrl, first)  # a compiler or a compiled program (sandbox/runner/compiled.py)
         if first["op"] == "main":
             code = _run_main(ctrl, first)
         else:
@@ -252,6 +255,25 @@ def _enter_jail(msg: dict) -> None:
         )
     limits.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
     limits.drop_privileges(msg["uid"])
+
+
+def _execve(ctrl: socket.socket, msg: dict) -> None:
+    """Become the program `msg["argv"]` names: the limits the runtime needs (RLIMIT_DATA, a
+    stack) on top of the jail's, the one frame a script run sends (nothing of the program has
+    run yet), then exec; the kernel's exit status is what the supervisor reads. Returns never."""
+    for kind, mb in ((resource.RLIMIT_DATA, msg["data_mb"]), (resource.RLIMIT_STACK, msg["stack_mb"])):
+        if mb:
+            hard = resource.getrlimit(kind)[1]
+            want = mb * limits.MB if hard == resource.RLIM_INFINITY else min(mb * limits.MB, hard)
+            resource.setrlimit(kind, (want, want))
+    framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
+    ctrl.close()
+    argv = msg["argv"]
+    try:
+        os.execve(argv[0], argv, msg["env"])
+    except OSError as exc:
+        os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
+    os._exit(127)
 
 
 def _write_program(scratch: str, program: str) -> str:

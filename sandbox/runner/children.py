@@ -37,6 +37,10 @@ class InfraFailure(Exception):
     """Something of ours broke (spawner gone, fork failed): not the candidate's fault."""
 
 
+class ClientGone(Exception):
+    """The client hung up during a job (its request was cancelled): nobody reads the verdict."""
+
+
 class Candidate:
     """One candidate process and the descriptors we hold to it."""
 
@@ -186,6 +190,7 @@ class Children:
         self.progress = Progress()
         self.meter = OutputMeter(1 << 20, KEEP_BYTES)  # each job puts its own
         self.cpu: int | None = None  # the CPU this job's processes keep to, if the client gave one
+        self._client: socket.socket | None = None
         self.pinned_ever = False
 
     # ------------------------------------------------------------------ events
@@ -201,6 +206,30 @@ class Children:
                 self._write_stdin(obj)
             elif kind == "v":
                 self._read_verdict(obj)
+            elif kind == "client":
+                self._client_readable(obj)
+
+    def watch_client(self, conn: socket.socket | None) -> None:
+        """While a job runs, notice its client hanging up (it sends nothing until the answer);
+        None stops watching (between jobs the supervisor reads the connection itself)."""
+        if conn is None:
+            if self._client is not None:
+                self.sel.unregister(self._client)
+                self._client = None
+            return
+        self._client = conn
+        self.sel.register(conn, READ, ("client", conn))
+
+    def _client_readable(self, conn: socket.socket) -> None:
+        try:
+            gone = not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            gone = True
+        self.watch_client(None)  # a frame it sent early is read after the job; stop polling it
+        if gone:
+            raise ClientGone("client hung up")
 
     def _read_spawner(self) -> None:
         while True:
@@ -476,6 +505,7 @@ class Children:
         to the candidate; we only watch it."""
         if c is not None:
             self.sel.unregister(c.ctrl)
+        self.progress.set_candidate(c.pid if c is not None else 0)  # whose CPU each test's clock reads
         v = self.v
         if not v or v.eof:
             return

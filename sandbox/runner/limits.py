@@ -370,9 +370,13 @@ def cap_job_memory() -> None:
     limit (its RLIMIT_AS, set on it by the supervisor), for all its processes together."""
     if _job_cgroup is None:
         return
-    want = resource.getrlimit(resource.RLIMIT_AS)[0]
-    if want == resource.RLIM_INFINITY:
+    # a compiled language's run has RLIMIT_DATA = its memory limit and a looser RLIMIT_AS
+    # (sandbox/runner/compiled.py): the smaller of the two is the job's memory
+    finite = [v for v in (resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_DATA)[0])
+              if v != resource.RLIM_INFINITY]
+    if not finite:
         return
+    want = min(finite)
     mem = os.path.join(_job_cgroup, "memory.limit_in_bytes")
     if write_control(mem, str(want)):
         write_control(os.path.join(_job_cgroup, "memory.memsw.limit_in_bytes"), str(want))

@@ -14,9 +14,15 @@ import mmap
 import struct
 import time
 
+from .cpuclock import process_cpu_s
+
 GEN = struct.Struct("<q")  # a sequence lock: odd while the verdict process is writing
-BODY = struct.Struct("<qd")  # current test index (-1 none), its start (monotonic clock)
-HEAD_SIZE = 32
+# current test index (-1 none), its start (monotonic clock), the candidate's CPU seconds then
+# (-1: not known): a test's time limit is the CPU its candidate used since it began (cpuclock.py)
+BODY = struct.Struct("<qdd")
+CAND = struct.Struct("<q")  # the pid of the candidate the verdict process holds (0: none); the supervisor writes it
+CAND_AT = GEN.size + BODY.size
+HEAD_SIZE = 48
 STATUSES = ("", "passed", "failed", "error", "timeout", "memory", "output_limit", "aborted", "protocol_error")
 CODE = {name: i for i, name in enumerate(STATUSES)}
 SIZE = 1 << 16
@@ -31,38 +37,51 @@ class Progress:
         self.mem = mmap.mmap(-1, SIZE)  # MAP_SHARED: both sides of a fork see the writes
 
     # --- verdict side
-    def _write(self, index: int, when: float) -> None:
+    def _write(self, index: int, when: float, cpu: float) -> None:
         gen = GEN.unpack_from(self.mem)[0]
         GEN.pack_into(self.mem, 0, gen + 1)
-        BODY.pack_into(self.mem, GEN.size, index, when)
+        BODY.pack_into(self.mem, GEN.size, index, when, cpu)
         GEN.pack_into(self.mem, 0, gen + 2)
 
     def begin(self, index: int) -> None:
-        self._write(index, time.monotonic())
+        pid = CAND.unpack_from(self.mem, CAND_AT)[0]
+        cpu = process_cpu_s(pid) if pid > 0 else None
+        self._write(index, time.monotonic(), -1.0 if cpu is None else cpu)
 
     def finish(self, index: int, status: str) -> None:
         if 0 <= index < MAX_TESTS:
             self.mem[HEAD_SIZE + index] = CODE.get(status, CODE["error"])
-        self._write(-1, time.monotonic())
+        self._write(-1, time.monotonic(), -1.0)
 
     # --- supervisor side
     def reset(self, n_tests: int) -> None:
         """Only while no verdict process is writing (between its jobs, or after its death)."""
         GEN.pack_into(self.mem, 0, 0)
-        BODY.pack_into(self.mem, GEN.size, -1, 0.0)
+        BODY.pack_into(self.mem, GEN.size, -1, 0.0, -1.0)
+        CAND.pack_into(self.mem, CAND_AT, 0)
         k = min(n_tests, MAX_TESTS)
         self.mem[HEAD_SIZE : HEAD_SIZE + k] = _ZEROS[:k]
 
+    def set_candidate(self, pid: int) -> None:
+        """Which candidate the verdict process is handed next (0: none): it reads that
+        process's CPU clock at the start of each test."""
+        CAND.pack_into(self.mem, CAND_AT, max(0, pid))
+
     def current(self) -> tuple[int, float]:
         """(index, started) of the running test, or (-1, when the last one ended)."""
+        index, started, _cpu = self.current_cpu()
+        return index, started
+
+    def current_cpu(self) -> tuple[int, float, float | None]:
+        """(index, started, the candidate's CPU seconds then or None) of the running test."""
         for _ in range(10_000):
             gen = GEN.unpack_from(self.mem)[0]
             if gen % 2:
                 continue
-            index, started = BODY.unpack_from(self.mem, GEN.size)
+            index, started, cpu = BODY.unpack_from(self.mem, GEN.size)
             if GEN.unpack_from(self.mem)[0] == gen:
-                return index, started
-        return -1, time.monotonic()  # a writer killed mid-store: treat as between tests
+                return index, started, (cpu if cpu >= 0 else None)
+        return -1, time.monotonic(), None  # a writer killed mid-store: treat as between tests
 
     def status(self, index: int) -> str:
         if not 0 <= index < MAX_TESTS:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from . import flags, verdict
+from . import flags, limits, verdict
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
+from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, tree_cpu_s, wall_factor_of
 from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
@@ -34,7 +35,13 @@ class FunctionRun:
         self.scratch = scratch
         self.emit = emit
         self.stream = bool(msg.get("stream", True))
-        self.timeout = float(self.lim["timeout_s"])
+        self.timeout = float(self.lim["timeout_s"])  # CPU seconds per test (cpuclock.py)
+        self.wall_factor = wall_factor_of(self.lim)
+        # a timed-out test ends the job: the rest are skipped (a looping program costs one timeout)
+        self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
+        self.stop_after: int | None = None  # the test that timed out; those after it are skipped
+        self.clock: TestClock | None = None  # the running test's
+        self.uid = ch.c_uid if limits.can_switch_uid() else None  # the job's own: its processes' CPU counts
         ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.flags: set[str] = set()
         self.cand: Candidate | None = None
@@ -106,19 +113,26 @@ class FunctionRun:
         """A fresh candidate with the program loaded; reports syntax and top-level outcome."""
         ch = self.ch
         c = ch.take_candidate("function")
-        deadline = time.monotonic() + self.timeout
+        # loading the program is held to the same limits as one test: CPU, wall backstop
+        clock = TestClock(self.timeout, self.wall_factor, time.monotonic(), process_cpu_s(c.pid))
         ch.meter.start_unit()
         outcome = {"syntax_ok": False, "runs": False, "message": ""}
         if not ch.send_candidate(c, ch.load_message(c, "load", self.program, self.scratch, self.lim, n_units)):
             outcome["message"] = "candidate did not accept the program"
             return c, outcome
-        settled = ch.wait_settled(c, deadline)
+        wake, over = clock.first_check, ""
+        while not (settled := ch.wait_settled(c, wake)):
+            if c.eof or c.killed or ch.meter.over_limit:
+                break
+            over, wake = clock.check(time.monotonic(), tree_cpu_s(c.pid, self.uid), run_delay_s(c.pid))
+            if over:
+                break
         said = c.channel.load
         outcome["syntax_ok"] = bool(said.syntax_ok)
         if c.violation is not None:
             return c, self.broke_protocol(c, outcome)
         if not settled:
-            status, why = ch.death_status(c, time.monotonic() >= deadline)
+            status, why = ("timeout", clock.message(over)) if over else ch.death_status(c, False)
             outcome["message"] = f"{status}: {why}" if said.syntax_ok else why
             return c, outcome
         outcome["message"] = said.message
@@ -170,11 +184,16 @@ class FunctionRun:
         self.kill_reason = None
         if 0 <= i < self.n and reason:
             self.override.setdefault(i, reason)
+            if reason[0] == "timeout":  # RLIMIT_CPU, the backstop of our own clock
+                self.timed_out(i)
 
     def reload(self, i: int) -> None:
         """The verdict process needs a candidate for test i: a fresh one, or none."""
         if self.cand:
             self.candidate_gone(i)
+        if self.stop_after is not None and i > self.stop_after:
+            self.ch.give_candidate(None)  # skipped (record says so): no program loaded for it
+            return
         m = self.ch.meter
         saved = (m.unit_out, m.over_limit, m.unit_index)
         self.cand, again = self.load(self.n)
@@ -250,6 +269,10 @@ class FunctionRun:
             st, why = self.override.get(idx) or ("error", "test process died")
             self.record(idx, st, why)
         self.ch.kill_verdict()
+        if self.stop_after is not None:
+            for j in range(self.n):
+                self.record(j, "skipped", SKIPPED)
+            return False
         return self.start_verdict(idx + 1 if idx >= 0 else 0)
 
     # ------------------------------------------------------------------ results
@@ -261,6 +284,8 @@ class FunctionRun:
             status, message = self.override[i]
         elif status == "aborted":
             status, message = "error", message or "candidate lost"
+        if self.stop_after is not None and i > self.stop_after:
+            status, message, time_s = "skipped", SKIPPED, 0.0
         self.results[i] = {"status": status, "time_s": round(float(time_s), 6), "message": str(message)[:300]}
         if self.stream:
             self.emit({"event": "test", "index": i, **self.results[i]})
@@ -276,7 +301,7 @@ class FunctionRun:
         writes its progress to shared memory; we wake only for its messages (a lost or
         needed candidate, the results), the candidate's output, and deadlines."""
         ch, n, timeout = self.ch, self.n, self.timeout
-        self.job_deadline = time.monotonic() + timeout * (n + 2) + 10
+        self.job_deadline = time.monotonic() + timeout * self.wall_factor * HARD_FACTOR * (n + 2) + 10
         ch.meter.unit_index = -1
         if not (self.go() if self.verdict_waits else self.start_verdict(0)):
             return
@@ -337,9 +362,16 @@ class FunctionRun:
                 return True
         return False
 
+    def timed_out(self, i: int) -> None:
+        """Test i ran out of time: with stop_on_timeout the job stops there, and every later
+        test is skipped (scored as failed; the candidate is not loaded again for them)."""
+        if self.stop_on_timeout and self.stop_after is None and 0 <= i < self.n:
+            self.stop_after = i
+
     def watch_time(self) -> float | None:
-        """When to look again at the running test's clock; None to look again now."""
-        idx, started = self.ch.progress.current()
+        """When to look again at the running test's clock; None to look again now. The limit
+        is the candidate's CPU time in this test, the wall clock a backstop (cpuclock.py)."""
+        idx, started, cpu_at_start = self.ch.progress.current_cpu()
         wake = self.job_deadline
         now = time.monotonic()
         if idx < 0:
@@ -352,16 +384,29 @@ class FunctionRun:
                 self.over = not self.salvage_and_restart()
                 return None
             return min(wake, self.killed_at[idx] + GRACE_S)
-        if now > started + self.timeout:
+        clock = self.clock
+        if clock is None or (clock.started, clock.cpu_at_start) != (started, cpu_at_start):
+            clock = self.clock = TestClock(self.timeout, self.wall_factor, started, cpu_at_start)
+        if now < clock.first_check:
+            return min(wake, clock.first_check + 0.001)
+        c = self.cand
+        alive = c is not None and not c.killed
+        # the candidate's CPU since the test began, and that of the processes it started since
+        cpu = tree_cpu_s(c.pid, self.uid, since=started, children_reaped=False) if alive else None
+        over, again = clock.check(now, cpu, run_delay_s(c.pid) if alive else None)
+        if over:
+            why = ("timeout", clock.message(over))
             self.killed_at[idx] = now
-            if self.cand and not self.cand.killed:
+            self.timed_out(idx)
+            if c and not c.killed:
                 # most likely the candidate is computing; its death unblocks the test
-                self.drop_candidate(("timeout", "wall-clock limit exceeded"))
-            self.override.setdefault(idx, ("timeout", "wall-clock limit exceeded"))
+                self.drop_candidate(why)
+            self.override.setdefault(idx, why)
             return None
-        return min(wake, started + self.timeout + 0.001)
+        return min(wake, again + 0.001)
 
 
+SKIPPED = "not run: an earlier test timed out (stop_on_timeout)"
 _STATUSES = frozenset(STATUSES[1:])  # what a verdict process may report for a test
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from . import files, framing, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
 from .compare import StdoutMatcher
+from .cpuclock import TestClock, run_delay_s, tree_cpu_s, wall_factor_of
 
 FRAME_ROOM = framing.MAX_FRAME - (1 << 20)  # an exec answer's encoded size, with room for the rest
 
@@ -49,7 +50,9 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
     c = ch.take_candidate("script")
     meter.start_unit()
     t0 = time.monotonic()
-    deadline = t0 + float(lim["timeout_s"])
+    # the limit is the CPU the run's processes use, the wall clock a backstop (cpuclock.py)
+    uid = ch.c_uid if limits.can_switch_uid() else None
+    clock = TestClock(float(lim["timeout_s"]), wall_factor_of(lim), t0, tree_cpu_s(c.pid, uid))
     before = {k: len(v) for k, v in meter.kept.items()}
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
@@ -61,13 +64,13 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
         else:
             ch.sel.unregister(c.stdin_w)
             close_fd(c, "stdin_w")
-        settled = ch.wait_settled(c, deadline)
+        settled = ch.wait_settled(c, clock.started + clock.hard_s)
         if settled and c.channel.load.syntax_ok is False:
             why = c.channel.load.message
             out.syntax_ok, out.status, out.message, out.exit = False, "error", why, 1
             meter.kept["stderr"] += why.encode("utf-8", "replace") + b"\n"
         else:
-            _await_end(ch, c, deadline, out)
+            _await_end(ch, c, clock, uid, out)
     ch.kill_candidate(c)
     limits.kill_uids({ch.c_uid})
     out.time_s = round(time.monotonic() - t0, 6)
@@ -76,22 +79,28 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
     return out
 
 
-def _await_end(ch: Children, c: Candidate, deadline: float, out: ScriptEnd) -> None:
+def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, out: ScriptEnd) -> None:
     """Until the kernel says the program ended and its pipes are drained, or a limit hits."""
     meter = ch.meter
+    wake, over = clock.first_check, ""
     while (c.open_pipes > 0 or c.pid not in ch.exits) and not c.killed and not meter.over_limit:
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        ch.pump(left)
+        now = time.monotonic()
+        if now >= wake:
+            alive = c.pid not in ch.exits
+            over, wake = clock.check(now, tree_cpu_s(c.pid, uid) if alive else None,
+                                     run_delay_s(c.pid) if alive else None)
+            if over:
+                break
+            continue
+        ch.pump(wake - now)
     note = ch.exits.get(c.pid)
     if c.violation is not None:
         out.flag = c.violation.flag
         out.status, out.message = "error", f"candidate broke the runner protocol: {c.violation.why}"[:300]
     elif meter.over_limit:
         out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
-    elif note is None or c.open_pipes > 0:
-        out.status, out.message = "timeout", "wall-clock limit exceeded"
+    elif over or note is None or c.open_pipes > 0:
+        out.status, out.message = "timeout", clock.message(over or "wall")
     elif note.get("signal"):
         out.status, out.message = exit_reason(note)
         out.exit = -int(note["signal"])
@@ -117,6 +126,7 @@ class StdioRun:
         self.results: list[dict] = []
         self.syntax_ok, self.runs = True, False
         self.flags: set[str] = set()
+        self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
 
     def prepare(self) -> None:
         pass
@@ -128,7 +138,7 @@ class StdioRun:
             matcher = StdoutMatcher(case["stdout"], self.tol)
             self.ch.meter.sink = matcher.feed
             try:
-                out = run_script(self.ch, self.program, case.get("stdin", ""), self.scratch, self.lim)
+                out = self.run_case(case.get("stdin", ""))
             finally:
                 self.ch.meter.sink = None
             if out.flag:
@@ -157,6 +167,20 @@ class StdioRun:
             r["time_s"] = out.time_s
             self.results.append(r)
             self.emit({"event": "test", "index": i, **r})
+            if out.status == "timeout" and self.stop_on_timeout:
+                self._skip_from(i + 1)
+                return
+
+    def _skip_from(self, start: int) -> None:
+        """A case timed out: the rest are not run (a looping program costs one timeout)."""
+        for j in range(start, len(self.cases)):
+            r = {"status": "skipped", "time_s": 0.0, "message": "not run: an earlier test timed out (stop_on_timeout)"}
+            self.results.append(r)
+            self.emit({"event": "test", "index": j, **r})
+
+    def run_case(self, stdin: str) -> ScriptEnd:
+        """One case's run (compiled.CompiledRun starts a built program instead)."""
+        return run_script(self.ch, self.program, stdin, self.scratch, self.lim)
 
     def answer(self) -> dict:
         kept = self.ch.meter.kept

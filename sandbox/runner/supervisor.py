@@ -14,8 +14,9 @@ import socket
 import time
 from typing import Protocol
 
-from . import flags, framing, limits
-from .children import Children, InfraFailure
+from . import flags, framing, languages, limits
+from .children import Children, ClientGone, InfraFailure
+from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
 
@@ -37,6 +38,12 @@ class JobRun(Protocol):
 
 def job_kind(msg: dict) -> type:
     """Which run a job message asks for; ValueError for one we cannot run."""
+    if msg.get("language", "python") != "python":  # another language: compiled.py
+        if msg.get("op") == "exec":
+            return CompiledExecRun
+        if not isinstance(msg.get("tests"), dict) or msg["tests"].get("kind") != "stdio":
+            raise ValueError("a program in a language other than python takes stdio tests only")
+        return CompiledRun
     if msg.get("op") == "exec":
         return ExecRun
     tests = msg.get("tests")
@@ -64,7 +71,8 @@ class Supervisor:
                     return
                 op = msg.get("op") if isinstance(msg, dict) else None
                 if op == "ping":
-                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid()})
+                    self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid(),
+                               "languages": languages.runnable()})
                 elif op in ("run", "exec"):
                     self.jobs += 1
                     try:
@@ -72,6 +80,8 @@ class Supervisor:
                     except InfraFailure as exc:
                         self.emit({"event": "infra_error", "message": str(exc)[:300]})
                         return
+                    except ClientGone:
+                        return  # its job was stopped and cleaned up; the connection ends
                 else:
                     self.emit({"event": "error", "message": f"unknown op {op!r}"})
         finally:
@@ -95,6 +105,7 @@ class Supervisor:
         t0 = time.monotonic()
         ch.keep_to(msg.get("cpu"))
         job: JobRun | None = None
+        ch.watch_client(self.conn)  # a client that hangs up stops its job (ClientGone)
         try:
             job = kind(ch, msg, scratch, self.emit)
             job.prepare()
@@ -113,6 +124,7 @@ class Supervisor:
             # job until the cleanup below is done)
             self.emit(summary)
         finally:
+            ch.watch_client(None)
             self.clean(job, scratch)
         ch.request_spawn()  # the next job's candidate forks while the client reads this answer
 

@@ -1,4 +1,4 @@
-"""A batch of 64 honest items with one hostile item of each request-path kind (issue 15):
+"""A batch of 64 honest items with one hostile item of each kind of issue 15 (request path and runner):
 200, every honest reward right, every hostile item scored truthfully on its own, no runner
 restarted, and /healthz answering in under 100 ms throughout. Real server, real pool."""
 
@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import kind_params
 from tests.reliability.conftest import make_server
 from tests.server.conftest import ADD_TASK, ECHO_STDIO_TASK, GOOD_ADD, GOOD_STDIO, HALF_ADD
-from tests.server.hostile import HealthProbe, hostile_items
+from tests.server.hostile import HealthProbe, honest_runner_items, hostile_items, runner_hostile_items
 
 HONEST = [(GOOD_ADD, ADD_TASK, 1.0), (HALF_ADD, ADD_TASK, 0.6), (GOOD_STDIO, ECHO_STDIO_TASK, 1.0)]
 
@@ -21,9 +21,10 @@ HONEST = [(GOOD_ADD, ADD_TASK, 1.0), (HALF_ADD, ADD_TASK, 0.6), (GOOD_STDIO, ECH
 def test_honest_batch_with_hostile_items_is_scored_right_and_health_stays_fast(kind):
     s = make_server(kind)
     try:
-        honest = [({"id": f"h{i}", "completion": c, "task": t}, want) for i, (c, t, want) in
-                  ((i, HONEST[i % len(HONEST)]) for i in range(64))]
-        hostile = hostile_items()
+        extra = honest_runner_items()
+        honest = extra + [({"id": f"h{i}", "completion": c, "task": t}, want) for i, (c, t, want) in
+                          ((i, HONEST[i % len(HONEST)]) for i in range(64 - len(extra)))]
+        hostile = hostile_items() + runner_hostile_items()
         batch = honest[:20] + hostile + honest[20:]
         body = json.dumps({"items": [it for it, _ in batch]})  # lone surrogates travel as \\udXXX escapes
         restarts_before = s.pool.stats().restarts

@@ -157,7 +157,7 @@ print("found", found, "killed", killed)
 async def test_fork_bomb_is_contained_and_cleaned_up(pool):
     program = "import os\ndef f(x):\n    while True:\n        try:\n            os.fork()\n        except OSError:\n            pass\n"
     r = await run_hack(pool, program, timeout_s=2.0)
-    assert {t.status for t in r.tests} <= {"timeout", "error", "memory"}, r
+    assert {t.status for t in r.tests} <= {"timeout", "error", "memory", "skipped"}, r
     deadline = time.monotonic() + 5
     while host_job_processes() and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
@@ -359,7 +359,7 @@ def f(x):
         pass
 """
     r = await run_hack(pool, program, timeout_s=1.5)
-    assert {t.status for t in r.tests} <= {"timeout", "error"}, r
+    assert {t.status for t in r.tests} <= {"timeout", "error", "skipped"}, r
 
 
 async def test_tests_cannot_be_read_from_disk_or_memory(pool):
@@ -450,6 +450,6 @@ def f(x):
 
 async def test_the_runner_survives_a_killed_job_process_tree(pool):
     """Not an attack by the candidate: our own kill of a job never leaks into the next job."""
-    r = await pool.run(job("import time\ndef f(x):\n    time.sleep(30)\n", ASSERTS, timeout_s=0.5))
+    r = await pool.run(job("import time\ndef f(x):\n    time.sleep(30)\n", ASSERTS, timeout_s=0.5, stop_on_timeout=False))
     assert {t.status for t in r.tests} == {"timeout"}
     await assert_still_serves(pool)

@@ -152,8 +152,10 @@ async def test_stdio_runtime_error_and_exit_code(pool):
 async def test_hanging_test_costs_only_itself(pool):
     program = "def f(x):\n    while x == 2:\n        pass\n    return x\n"
     tests = {"kind": "assert", "asserts": ["assert f(1) == 1", "assert f(2) == 2", "assert f(3) == 3"]}
-    r = await pool.run(job(program, tests, timeout_s=3.0))
+    r = await pool.run(job(program, tests, timeout_s=3.0, stop_on_timeout=False))
     assert [t.status for t in r.tests] == ["passed", "timeout", "passed"], r
+    r = await pool.run(job(program, tests, timeout_s=1.0))  # by default the job stops at a timeout
+    assert [t.status for t in r.tests] == ["passed", "timeout", "skipped"], r
 
 
 async def test_crashing_test_costs_only_itself(pool):
@@ -168,7 +170,7 @@ async def test_stuck_test_code_costs_only_its_test(pool):
     # the tests after it still run
     program = "def f(x):\n    return x\n"
     tests = {"kind": "assert", "asserts": ["assert f(1) == 1", "while True:\n    pass", "assert f(3) == 3"]}
-    r = await pool.run(job(program, tests, timeout_s=1.0))
+    r = await pool.run(job(program, tests, timeout_s=1.0, stop_on_timeout=False))
     assert [t.status for t in r.tests] == ["passed", "timeout", "passed"], r
     assert (await pool.run(CANARY)).passed == 2
 

@@ -65,7 +65,7 @@ def test_weights_and_extract_options(url):
 
 
 def test_timeout_is_the_candidates_failure_not_infra(url):
-    task = {**ADD_TASK, "timeout_s": 0.5}
+    task = {**ADD_TASK, "timeout_s": 0.5, "stop_on_timeout": False}
     prog = "```python\ndef add(a, b):\n    if a == 2:\n        while True: pass\n    return a + b\n```"
     r = post(url, {"items": [{"completion": prog, "task": task}]})
     res = r.json()["results"][0]

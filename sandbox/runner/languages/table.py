@@ -1,0 +1,101 @@
+"""The languages the runner builds and runs besides Python: one entry each (see __init__.py).
+
+Flags follow what judges use (Codeforces: C++17 -O2, Java 17, Go, Rust 2021 -O, node) and the
+traps measured in issue 17: RLIMIT_AS breaks Go, node and the JVM, so memory is RLIMIT_DATA
+with an address-space backstop; the JVM's warnings go to stderr (never stdout, which is the
+answer) and its threads need an nproc above 16; compilers get a stack, threads and memory of
+their own, never the job's run limits.
+"""
+
+from __future__ import annotations
+
+from . import Language
+
+# /etc/alternatives holds the links Debian's /usr/bin/{cc,java,javac,...} point through
+ALTERNATIVES = "/etc/alternatives"
+
+JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss8m", "-XX:ReservedCodeCacheSize=32m",
+       "-XX:MaxMetaspaceSize=128m", "-XX:CompressedClassSpaceSize=64m", "-XX:-UsePerfData",
+       "-Xlog:disable", "-Xlog:all=warning:stderr", "-XX:ErrorFile=/dev/null", "-Xshare:auto")
+
+CPP_FLAGS = ("-std=c++17", "-O2", "-DONLINE_JUDGE", "-pipe")  # also those of the precompiled header (pch.py)
+
+CPP = Language(
+    name="cpp",
+    aliases=("cpp", "c++", "cc", "cxx", "c++17"),
+    source="main.cpp",
+    # -static as Codeforces links: no dynamic loading of libstdc++ in every test (~0.3-0.5 ms each)
+    compile=("g++", *CPP_FLAGS, "{pch}", "-static", "-o", "{out}/main", "{src}"),
+    run=("{art}/main",),
+    tools=("g++",),
+    reserve_mb=320,  # the 256 MB stack lives in the address space, not in RLIMIT_DATA
+    stack_mb=256,
+    oom_markers=("std::bad_alloc",),
+)
+
+JAVA = Language(
+    name="java",
+    aliases=("java", "java17"),
+    source="{main}.java",
+    entry=r"public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)",
+    main="Main",
+    compile=("javac", *(f"-J{f}" for f in JVM if not f.startswith("-Xlog")), "-J-Xmx512m", "-encoding", "UTF-8",
+             "-nowarn", "-d", "{out}", "{src}"),
+    run=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{art}", "{main}"),
+    tools=("javac", "java"),
+    host_paths=("/etc/java-17-openjdk",),  # Debian's JDK conf/ links into it
+    run_overhead_mb=256,  # metaspace, code cache, GC and thread stacks beside the -Xmx heap
+    reserve_mb=2048,
+    run_nproc=48,
+    compile_reserve_mb=3072,
+    oom_markers=("java.lang.OutOfMemoryError", "insufficient memory for the Java Runtime"),
+)
+
+GO = Language(
+    name="go",
+    aliases=("go", "golang"),
+    source="main.go",
+    # no -trimpath, cgo left on: then the standard library's shipped archives are used as they
+    # are (0.17 s CPU); a build of its own would recompile the runtime and fmt (7 s)
+    compile=("go", "build", "-o", "{out}/main", "{src}"),
+    run=("{art}/main",),
+    tools=("go",),
+    env={"GOCACHE": "{scratch}/.gocache", "GOPATH": "{scratch}/.gopath", "GO111MODULE": "off",
+         "GOTOOLCHAIN": "local", "GOFLAGS": "-buildvcs=false"},
+    reserve_mb=1024,  # the runtime reserves its arenas up front
+    run_nproc=32,  # threads get RLIMIT_STACK-sized stacks: no big stack here
+    oom_markers=("runtime: out of memory", "cannot allocate memory"),
+)
+
+RUST = Language(
+    name="rust",
+    aliases=("rust", "rs"),
+    source="main.rs",
+    compile=("rustc", "--edition", "2021", "-O", "-o", "{out}/main", "{src}"),
+    run=("{art}/main",),
+    tools=("rustc", "cc"),  # rustc links with cc
+    reserve_mb=320,
+    stack_mb=256,
+    oom_markers=("memory allocation of",),
+)
+
+JAVASCRIPT = Language(
+    name="javascript",
+    aliases=("javascript", "js", "nodejs", "node"),
+    source="main.js",
+    compile=("node", "--check", "{src}"),  # a syntax error is a compile error, as for the others
+    keep_source=True,
+    # node sizes its own thread stacks by RLIMIT_STACK: at 128 MB or more it hangs at start
+    run=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{art}/main.js"),
+    tools=("node",),
+    run_overhead_mb=128,
+    reserve_mb=1024,
+    run_nproc=32,
+    stack_mb=64,
+    # node 18 out of RLIMIT_DATA fails a V8 check while granting pages (SIGTRAP), not as OOM
+    oom_markers=("heap out of memory", "Fatal process OOM", "Fatal process out of memory",
+                 "reservation_.SetPermissions"),
+)
+
+TABLE: tuple[Language, ...] = (CPP, JAVA, GO, RUST, JAVASCRIPT)
+BY_NAME: dict[str, Language] = {alias: lang for lang in TABLE for alias in (lang.name, *lang.aliases)}
