@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from . import languages, limits
 from .children import WRITE, Children, OutputMeter, close_fd
 from .compile_cache import CompileCache
+from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
 from .languages import Language
 from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin
 
@@ -60,6 +61,7 @@ class Limits:
     fsize_mb: int
     nofile: int
     stack_mb: int = 0
+    wall_factor: float = 1.0  # the wall-clock backstop, as a multiple of timeout_s (CPU time)
 
 
 def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, scratch: str, lim: Limits) -> ScriptEnd:
@@ -68,7 +70,9 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     c = ch.take_candidate("script")
     meter.start_unit()
     t0 = time.monotonic()
-    deadline = t0 + lim.timeout_s
+    # as for Python scripts: the limit is the CPU its processes use, the wall clock a backstop
+    uid = ch.c_uid if limits.can_switch_uid() else None
+    clock = TestClock(lim.timeout_s, lim.wall_factor, t0, tree_cpu_s(c.pid, uid))
     before = {k: len(v) for k, v in meter.kept.items()}
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
@@ -86,8 +90,8 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
         else:
             ch.sel.unregister(c.stdin_w)
             close_fd(c, "stdin_w")
-        ch.wait_settled(c, deadline)
-        _await_end(ch, c, deadline, out)
+        ch.wait_settled(c, clock.started + clock.hard_s)
+        _await_end(ch, c, clock, uid, out)
     ch.kill_candidate(c)
     limits.kill_uids({ch.c_uid})
     out.time_s = round(time.monotonic() - t0, 6)
@@ -163,7 +167,8 @@ def _compile(ch: Children, cache: CompileCache, key: str, lang: Language, argv: 
         os.chown(out_dir, uid, uid)
     data_mb = max(lang.compile_memory_mb, int(lim["memory_mb"]))
     plim = Limits(timeout_s=timeout, data_mb=data_mb, as_mb=data_mb + lang.compile_reserve_mb,
-                  nproc=max(lang.compile_nproc, int(lim["nproc"])), fsize_mb=COMPILE_FSIZE_MB, nofile=256)
+                  nproc=max(lang.compile_nproc, int(lim["nproc"])), fsize_mb=COMPILE_FSIZE_MB, nofile=256,
+                  wall_factor=wall_factor_of(lim))
     job_meter = ch.meter
     ch.meter = OutputMeter(COMPILE_OUTPUT_BYTES, COMPILE_KEEP_BYTES)
     try:
@@ -201,7 +206,7 @@ def run_limits(lang: Language, lim: dict) -> Limits:
     data = int(lim["memory_mb"]) + lang.run_overhead_mb
     return Limits(timeout_s=float(lim["timeout_s"]), data_mb=data, as_mb=data + lang.reserve_mb,
                   nproc=max(int(lim["nproc"]), lang.run_nproc), fsize_mb=int(lim["fsize_mb"]),
-                  nofile=int(lim["nofile"]), stack_mb=lang.stack_mb)
+                  nofile=int(lim["nofile"]), stack_mb=lang.stack_mb, wall_factor=wall_factor_of(lim))
 
 
 def run_argv(lang: Language, program: str, art: str, lim: dict) -> list[str]:

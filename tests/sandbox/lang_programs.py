@@ -22,7 +22,7 @@ EXPECTED = {
     "wrong": ["failed", "failed", "failed"],
     "compile_error": ["compile_error"] * 3,
     "runtime_error": ["passed", "passed", "error"],
-    "time_limit": ["passed", "timeout", "passed"],
+    "time_limit": ["passed", "timeout", "skipped"],  # stop_on_timeout (the default): one timeout per item
     "memory_limit": ["memory", "passed", "passed"],
 }
 
