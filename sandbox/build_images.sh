@@ -6,6 +6,8 @@
 #   WITH_SERVER=1   also build the server image, from a wheelhouse built here in .cache/wheelhouse
 #                   (see reward_server/Dockerfile); compose.yaml and tests/deploy need it
 #   PYTHON          host interpreter that builds the wheelhouse (its X.Y must match the base's)
+#   RUNTIMES="sci"  also build these runtimes (sandbox/build_runtime.sh: the bwrap site directory and
+#                   the image variant on $SANDBOX_IMAGE), each cached in .cache/runtimes
 #   TOOLCHAINS=1    also build the toolchain variant (sandbox/Dockerfile.toolchains: g++, OpenJDK 17,
 #                   Go, Rust, node), on TOOLCHAIN_BASE (default verireward-base-toolchains:bookworm,
 #                   made here by debootstrap with those Debian packages), tagged TOOLCHAIN_IMAGE
@@ -32,6 +34,11 @@ fi
 
 docker build -q -f sandbox/Dockerfile --build-arg BASE_IMAGE="$BASE_IMAGE" -t "$SANDBOX_IMAGE" .
 echo "built $SANDBOX_IMAGE on $BASE_IMAGE"
+
+for rt in ${RUNTIMES:-}; do
+  DOCKER=1 BASE_IMAGE="$SANDBOX_IMAGE" SANDBOX_IMAGE="${SANDBOX_IMAGE%%:*}:$rt" bash sandbox/build_runtime.sh "$rt" \
+    2>&1 | grep -v "^WARNING: Location"
+done
 
 if [ "${TOOLCHAINS:-0}" = "1" ]; then
   TOOLCHAIN_BASE=${TOOLCHAIN_BASE:-verireward-base-toolchains:bookworm}

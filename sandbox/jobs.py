@@ -84,7 +84,8 @@ class Limits(BaseModel):
     nproc: int = Field(16, ge=1, le=1024, description="processes a job may have at once")
     fsize_mb: int = Field(16, ge=0, le=1024, description="largest file a job may write")
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
-    output_bytes: int = Field(1 << 20, ge=1024, le=64 << 20, description="stdout+stderr per test before it is cut")
+    output_bytes: int = Field(16 << 20, ge=1024, le=64 << 20,
+                              description="stdout+stderr per test before it is cut (stdio tests compare it as a stream)")
     compile_timeout_s: float = Field(20.0, gt=0, le=60, description="wall-clock limit for building the program")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
@@ -167,12 +168,22 @@ class CallTests(BaseModel):
 
 Tests = AssertCheckTests | AssertListTests | StdioTests | CallTests
 
+def _known_runtime(name: str) -> str:
+    from sandbox import runtimes
+
+    return runtimes.get(name).name  # ValueError (a 422 naming the field) for an unknown one
+
+
+Runtime = Annotated[str, AfterValidator(_known_runtime),
+                    Field(description="which packages the program may import (sandbox.runtimes: python, sci)")]
+
 class Job(BaseModel):
     """One candidate program and the tests that grade it."""
 
     model_config = ConfigDict(extra="forbid")
     program: str
     language: Language = "python"
+    runtime: Runtime = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
 
@@ -291,6 +302,7 @@ class ExecRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     program: str
     language: Language = "python"
+    runtime: Runtime = "python"
     stdin: str = ""
     files: list[ExecFile] = Field(default_factory=list, max_length=MAX_FILES)
     fetch_files: list[Annotated[str, AfterValidator(scratch_path)]] = Field(default_factory=list, max_length=MAX_FETCH_FILES)

@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from sandbox import runtimes
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
 from sandbox.runner import uidlease
@@ -119,9 +120,35 @@ def _resolve_into(path: str, links: dict[str, str], files: set[str], depth: int 
         files.add(path)
 
 
+SHM_MODE = "01733"  # write and search for all, list for nobody, sticky: a job finds only the names it made
+
+
+@functools.cache
+def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
+    """(file, where it is bound) for the system libraries the extension modules of a
+    runtime's packages link (ldd), beyond what they bundle (numpy.libs, scipy.libs...):
+    libstdc++, libgcc_s and the like, each bound at the name the loader looks for (the
+    real file behind it, so no symlink needs making)."""
+    if shutil.which("ldd") is None:
+        return ()
+    objects = sorted(str(p) for p in Path(site).rglob("*.so*") if p.is_file())
+    needed: set[str] = set()
+    for i in range(0, len(objects), 256):
+        out = subprocess.run(["ldd", *objects[i : i + 256]], capture_output=True, text=True, timeout=120).stdout
+        needed.update(m.group(1) for m in _LDD_PATH.finditer(out))
+    pairs = set()
+    for path in needed:
+        real = os.path.realpath(path)
+        if real.startswith(site + "/") or not os.path.isfile(real):
+            continue
+        pairs.add((real, os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))))
+    return tuple(sorted(pairs))
+
+
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
-                  toolchains: bool = False, pch_dir: str | None = None) -> list[str]:
+                  toolchains: bool = False, pch_dir: str | None = None, shm_mb: int = 64,
+                  runtime: str = "python") -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it."""
@@ -139,8 +166,19 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "LANG", "C.UTF-8",
     ]
+    rt = runtimes.get(runtime)
+    for key, value in rt.runner_env().items():
+        cmd += ["--setenv", key, value]
     binds: list[tuple[str, str]] = [(d, d) for d in dirs] + [(f, f) for f in files]
     binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
+    if rt.site_dir is not None:  # a runtime's packages, and the system libraries their extensions link
+        if not runtimes.bwrap_ready(runtime):
+            raise RunnerStartError(f"runtime {runtime!r} is not built: bash sandbox/build_runtime.sh {runtime}")
+        binds.append((str(rt.site_dir), runtimes.SITE_IN_SANDBOX))
+        known = {os.path.basename(f) for f in files} | {os.path.basename(p) for p, _ in links}  # the interpreter's
+        binds += [(src, dst) for src, dst in runtime_libraries(os.path.realpath(rt.site_dir))
+                  if os.path.basename(dst) not in known and os.path.basename(src) not in known
+                  and not any(dst.startswith(d + "/") for d in dirs)]
     if toolchains:  # compilers and runtimes (sandbox/runner/languages): the system dirs, read-only
         links = tuple({**dict(links), **{d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}}.items())
         binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
@@ -170,6 +208,9 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     cmd += [
         "--proc", "/proc",
         "--dev", "/dev",
+        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; what a job
+        # leaves there is removed after it (limits.remove_files_of)
+        "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
         "--bind", socket_dir, "/run/sandbox",
@@ -268,12 +309,13 @@ class BwrapHost(Host):
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
                  scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
-                 languages: bool = False) -> None:
+                 languages: bool = False, runtime: str = "python") -> None:
         self.slots = slots
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
         self.job_memory_cgroup = job_memory_cgroup
+        self.runtime = runtimes.get(runtime).name
         self.start_timeout = start_timeout
         self.root = tempfile.mkdtemp(prefix="verireward-bwrap-")
         os.chmod(self.root, 0o700)
@@ -297,7 +339,7 @@ class BwrapHost(Host):
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                             scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
-                            toolchains=self.toolchains, pch_dir=self.pch_dir)
+                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,

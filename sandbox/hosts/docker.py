@@ -49,13 +49,18 @@ class DockerHost(Host):
         tmp_mb: int = 256,
         scratch_mb: int = 256,
         scratch_inodes: int = 16384,
+        shm_mb: int = 64,
+        runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
     ) -> None:
         import docker
 
         self.client = docker.from_env(timeout=30)
-        self.image = image or self.default_image()
+        from sandbox import runtimes
+
+        self.runtime = runtimes.get(runtime)
+        self.image = image or (self.runtime.image() if runtime != runtimes.DEFAULT else self.default_image())
         self.slots = slots
         self.memory_mb = memory_mb
         self.cpus = cpus
@@ -63,6 +68,7 @@ class DockerHost(Host):
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
+        self.shm_mb = shm_mb
         self.mount_source = mount_source
         self.start_timeout = start_timeout
         self.pool_id = uuid.uuid4().hex
@@ -146,7 +152,9 @@ class DockerHost(Host):
             "network_mode": "none",
             "read_only": True,
             # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
-            # stays part of the read-only root; no /dev/shm (ipc none) and a closed /dev/mqueue.
+            # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores and
+            # shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's (ipc
+            # none), mode 1733: a job finds only the names it made; cleaned after each job.
             # Each slot's scratch is a tmpfs of its own: one job filling it (bytes or inodes)
             # gives no other ENOSPC, and its clean-up is bounded by its inode count.
             "tmpfs": {
@@ -160,6 +168,7 @@ class DockerHost(Host):
                 # place built programs are run from (Docker's tmpfs is noexec unless told)
                 "/scratch/sbx-cache": "rw,exec,nosuid,nodev,size=128m,mode=711",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
+                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
             },
             "ipc_mode": "none",
             "volumes": volumes,
@@ -170,7 +179,7 @@ class DockerHost(Host):
             "mem_limit": f"{self.memory_mb}m",
             "memswap_limit": f"{self.memory_mb}m",
             "nano_cpus": int(self.cpus * 1e9),
-            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8"},
+            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", **self.runtime.runner_env()},
             "labels": {
                 LABEL: "1", "verireward.pool": self.pool_id, "verireward.owner_lock": self.owner_lock,
                 "verireward.lease_dir": self.lease_dir_id, "verireward.uid_base": str(uid_base),

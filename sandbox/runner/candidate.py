@@ -7,20 +7,27 @@ supervisor; nothing it says about itself is trusted.
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import gc
-import io
 import marshal
 import os
 import resource
+import signal
 import socket
 import sys
 import types
+from importlib.machinery import SourceFileLoader  # imported here, once: in a candidate it costs ~1 ms
 
 from . import codec, framing, limits
 
 _template_ready = False
 _template_scratch: str | None = None
+PROGRAM_NAME = "prog.py"  # the program's file in its scratch directory (its __file__)
+RECURSION_LIMIT = 1000  # plain python's default, counted from the program's own first frame
+FLUSH_FAILED = 120  # python's exit status when flushing stdout at exit fails
+_depth_offset = 0  # frames of ours below the program's first frame (set per run)
+_set_limit, _get_limit = sys.setrecursionlimit, sys.getrecursionlimit
 
 
 def prepare_template(scratch: str | None = None, hide_prefix: str = "\0") -> None:
@@ -37,24 +44,170 @@ def prepare_template(scratch: str | None = None, hide_prefix: str = "\0") -> Non
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False), encoding="utf-8", errors="replace")
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace")
-    sys.stderr = io.TextIOWrapper(
-        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
-    )
+    _script_streams()
+    site_dir = os.environ.get("VERIREWARD_RUNTIME_SITE", "")
+    warm = [m for m in os.environ.get("VERIREWARD_RUNTIME_WARM", "").split(",") if m]
     os.environ.clear()
     os.environ.update(limits.CANDIDATE_ENV)
+    _script_interpreter()
+    if site_dir:
+        _add_runtime(site_dir, warm)
     if scratch is not None:
         _point_at_scratch(scratch, hide_prefix)
-    sys.setrecursionlimit(10_000)
     _template_scratch = scratch
     _template_ready = True
 
 
+RUNTIME_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _add_runtime(site_dir: str, warm: list[str]) -> None:
+    """A runtime's packages (sandbox.runtimes): its site directory on sys.path, as a venv's
+    site-packages would be, and its heavy modules imported once here, so a candidate's
+    `import numpy` costs nothing. BLAS keeps to one thread: its threads would count against
+    the job's process limit (and a forked copy of a thread pool is no pool)."""
+    import site
+
+    os.environ.update(RUNTIME_ENV)
+    site.addsitedir(site_dir)
+    for name in warm:
+        try:
+            __import__(name)
+        except BaseException:  # noqa: BLE001 - a runtime that cannot warm up still serves
+            pass
+
+
+def _script_streams() -> None:
+    """sys.stdin/stdout/stderr as `python3 prog.py` makes them on pipes (buffered, stdin
+    with a .buffer, stderr line-buffered, PYTHONIOENCODING=utf-8's error handlers). Made
+    while a pipe stands on fds 0-2, so each stream caches what a pipe is (not seekable):
+    the candidate's own pipes are dup2'ed onto the same fds, and the objects stay valid."""
+    saved = [os.dup(fd) for fd in (0, 1, 2)]
+    r, w = os.pipe()
+    try:
+        os.dup2(r, 0)
+        os.dup2(w, 1)
+        os.dup2(w, 2)
+        sys.stdin = open(0, encoding="utf-8", errors="strict", newline="\n", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", errors="strict", newline="\n", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", newline="\n",  # noqa: SIM115
+                          closefd=False)
+        sys.stderr.reconfigure(line_buffering=True)
+        for stream, name in ((sys.stdin, "<stdin>"), (sys.stdout, "<stdout>"), (sys.stderr, "<stderr>")):
+            try:
+                stream.buffer.raw.name = name
+            except (AttributeError, TypeError):
+                pass
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = sys.stdin, sys.stdout, sys.stderr
+    finally:
+        for fd, old in zip((0, 1, 2), saved):
+            os.dup2(old, fd)
+            os.close(old)
+        os.close(r)
+        os.close(w)
+
+
+def _script_interpreter() -> None:
+    """What a plain `python3 prog.py` has that a runner started with -I -S has not: the
+    site builtins (exit, quit, help, copyright, credits, license), python's signal
+    dispositions, no atexit handlers of ours, sys.flags and sys.dont_write_bytecode as the
+    candidates' environment gives them, and the recursion limit counted from the program's
+    first frame (our few frames below it are not charged to the program)."""
+    import site  # with -S, importing site adds nothing to sys.path (site.main() is not run)
+
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+    global _BUILTINS
+    _BUILTINS = dict(vars(builtins))
+    atexit._clear()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGCHLD, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(sig, signal.SIG_DFL)
+    sys.dont_write_bytecode = "PYTHONDONTWRITEBYTECODE" in limits.CANDIDATE_ENV
+    sys.flags = _script_flags()
+    sys.argv = [""]
+    sys.orig_argv = ["python3"]
+    sys.setrecursionlimit = _setrecursionlimit
+    sys.getrecursionlimit = _getrecursionlimit
+
+
+def _script_flags() -> tuple:
+    """sys.flags of `python3 prog.py` in the candidates' environment (the runner's own say
+    -I -S). sys.flags' type cannot be instantiated, so this is a tuple with the same fields."""
+    names = sys.flags.__match_args__
+    plain = {"no_user_site": 0, "no_site": 0, "ignore_environment": 0, "isolated": 0, "safe_path": False,
+             "dont_write_bytecode": int(sys.dont_write_bytecode)}
+    values = tuple(plain.get(n, getattr(sys.flags, n)) for n in names)
+
+    class flags(tuple):  # noqa: N801 - named as python names it
+        __slots__ = ()
+        __match_args__ = names
+
+        def __repr__(self) -> str:
+            return "sys.flags(" + ", ".join(f"{n}={v!r}" for n, v in zip(names, self)) + ")"
+
+    for i, n in enumerate(names):
+        setattr(flags, n, property(lambda self, i=i: tuple.__getitem__(self, i)))
+    flags.__module__ = "sys"
+    return flags(values)
+
+
+def _setrecursionlimit(limit: int, /) -> None:
+    """sys.setrecursionlimit as the program sees it: its limit counts from its own first frame."""
+    if type(limit) is not int:
+        _set_limit(limit)  # raises what python raises
+    if limit < 1:
+        raise ValueError("recursion limit must be greater or equal than 1")
+    _set_limit(limit + _depth_offset)
+
+
+def _getrecursionlimit() -> int:
+    """sys.getrecursionlimit as the program sees it."""
+    return _get_limit() - _depth_offset
+
+
+_setrecursionlimit.__name__, _setrecursionlimit.__qualname__ = "setrecursionlimit", "setrecursionlimit"
+_getrecursionlimit.__name__, _getrecursionlimit.__qualname__ = "getrecursionlimit", "getrecursionlimit"
+
+
+def _charge_from_here(extra: int = 0) -> None:
+    """The program's first frame comes right above the caller's (`extra` frames more):
+    plain python's limit counts from there. The interpreter's own count of our depth (C calls included) is in
+    the message of a limit set too low; the frames are counted where it says nothing."""
+    global _depth_offset
+    depth = 0
+    threading = sys.modules.get("threading")
+    if threading is None or threading.active_count() == 1:  # else a limit of 1 would hit the other threads
+        try:
+            _set_limit(1)
+        except RecursionError as exc:
+            words = str(exc).split("recursion depth ")
+            if len(words) == 2 and words[1].split(":")[0].isdigit():
+                depth = int(words[1].split(":")[0]) - 1  # this function's frame is not the caller's
+    if depth <= 0:
+        f = sys._getframe(1)
+        while f is not None:
+            depth += 1
+            f = f.f_back
+    _depth_offset = depth + extra
+    _set_limit(RECURSION_LIMIT + _depth_offset)
+
+
+_library_path: list[str] | None = None  # sys.path without ours, taken before the first scratch went in
+
+
 def _point_at_scratch(scratch: str, hide_prefix: str) -> None:
+    """HOME and TMPDIR at the scratch directory, which is also sys.path[0]: the program's
+    directory, as for `python3 prog.py`."""
+    global _library_path
+    if _library_path is None:
+        _library_path = [p for p in sys.path if p and p != hide_prefix and not p.startswith(hide_prefix + "/")]
     os.environ["HOME"] = scratch
     os.environ["TMPDIR"] = scratch
-    sys.path[:] = [p for p in sys.path if p and not p.startswith(hide_prefix)] + [scratch]
+    sys.path[:] = [scratch] + _library_path
 
 
 def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> None:
@@ -78,9 +231,9 @@ def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> 
         if first["op"] == "execve":
             _execve(ctrl, first)  # a compiler or a compiled program (sandbox/runner/compiled.py)
         if first["op"] == "main":
-            code = _run_main(ctrl, first["program"])
+            code = _run_main(ctrl, first)
         else:
-            code = _serve(ctrl, first["program"])
+            code = _serve(ctrl, first)
     except BaseException:  # noqa: BLE001 - the process ends here whatever happened
         code = 71
     finally:
@@ -123,9 +276,41 @@ def _execve(ctrl: socket.socket, msg: dict) -> None:
     os._exit(127)
 
 
-def _compile(program: str) -> tuple[types.CodeType | None, str]:
+def _write_program(scratch: str, program: str) -> str:
+    """The program's file in its scratch directory (its __file__, and the source lines its
+    tracebacks show), written by the candidate itself, so as the job's uid and within its
+    quota. A file of that name the job brought (exec files) is left alone: another name."""
+    data = program.encode("utf-8", "surrogatepass")
+    stem, ext = os.path.splitext(PROGRAM_NAME)
+    for k in range(8):
+        path = os.path.join(scratch, PROGRAM_NAME if k == 0 else f"{stem}_{k}{ext}")
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            try:
+                with open(path, "rb") as f:
+                    if f.read(len(data) + 1) == data:  # ours, from the run before (stdio cases)
+                        return path
+            except OSError:
+                pass
+            continue
+        except OSError:
+            return path  # no room: the name stays, the source lines are missing from tracebacks
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        return path
+    return os.path.join(scratch, PROGRAM_NAME)
+
+
+def _compile(program: str, path: str) -> tuple[types.CodeType | None, str]:
     try:
-        return compile(program, "<solution>", "exec", dont_inherit=True), ""
+        return compile(program, path, "exec", dont_inherit=True), ""
     except (SyntaxError, ValueError, OverflowError, MemoryError, RecursionError) as exc:
         return None, _describe(exc)
 
@@ -139,45 +324,112 @@ def _describe(exc: BaseException) -> str:
     return (f"{name}: {text}" if text else name)[:500]
 
 
-def _load(ctrl: socket.socket, program: str, name: str) -> tuple[types.CodeType | None, dict]:
-    """Compile (reporting syntax first) and make the fresh module the program runs in."""
-    code, err = _compile(program)
+def _load(ctrl: socket.socket, msg: dict, name: str) -> tuple[types.CodeType | None, dict]:
+    """Compile (reporting syntax first) and make the fresh module the program runs in, with
+    what a module run from a file has."""
+    program = msg["program"]
+    scratch = msg.get("scratch")
+    path = _write_program(scratch, program) if scratch else "<solution>"  # no scratch: a test's own loop
+    code, err = _compile(program, path)
     framing.send_frame(ctrl, {"syntax_ok": code is not None, "message": err})
     module = types.ModuleType(name)
-    module.__dict__["__builtins__"] = builtins
+    ns = module.__dict__
+    ns["__builtins__"] = builtins
+    ns["__file__"] = path
+    ns["__cached__"] = None
+    if name == "__main__":
+        ns["__annotations__"] = {}
+    ns["__loader__"] = SourceFileLoader(name, path)
     sys.modules[name] = module
-    return code, module.__dict__
+    sys.argv = [path]
+    sys.orig_argv = ["python3", path]
+    return code, ns
 
 
-def _run_main(ctrl: socket.socket, program: str) -> int:
-    """stdio mode: run the program as __main__ on our stdin. The control channel is closed
-    before the program's code runs: how it ended is what the kernel tells the supervisor
-    (this process's exit status), its output what the supervisor read from the pipes."""
-    code, ns = _load(ctrl, program, "__main__")
+def _run_main(ctrl: socket.socket, msg: dict | str) -> int:
+    """stdio mode: run the program as __main__ on our stdin, ending as `python3 prog.py`
+    ends. The control channel is closed before the program's code runs: how it ended is
+    what the kernel tells the supervisor (this process's exit status), its output what the
+    supervisor read from the pipes."""
+    code, ns = _load(ctrl, msg if isinstance(msg, dict) else {"program": msg}, "__main__")
     ctrl.close()
     if code is None:
         return 0
-    status = 0
+    status, interrupted = 0, False
+    _charge_from_here()
     try:
         exec(code, ns)
     except SystemExit as exc:
         status = _exit_code(exc.code)
-        if exc.code is not None and type(exc.code) is not int:
+        if exc.code is not None and not isinstance(exc.code, int):
             _print_exit_message(exc.code)
-    except BaseException:  # noqa: BLE001 - its traceback is its stderr, as python prints it
-        status = 1
+    except BaseException as exc:  # noqa: BLE001 - its traceback is its stderr, as python prints it
+        status, interrupted = 1, isinstance(exc, KeyboardInterrupt)
+        _print_uncaught(exc)
+    status = _finalize(status, ns)
+    if interrupted:  # python ends by SIGINT itself, so its parent sees the signal
         try:
-            import traceback
-
-            traceback.print_exc()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
         except BaseException:  # noqa: BLE001
             pass
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except BaseException:  # noqa: BLE001
-            status = status or 1
     return status
+
+
+def _print_uncaught(exc: BaseException) -> None:
+    """sys.excepthook, as python calls it, on the traceback without our frame."""
+    tb = exc.__traceback__
+    tb = tb.tb_next if tb is not None else None
+    try:
+        exc.__traceback__ = tb
+        sys.excepthook(type(exc), exc, tb)
+    except BaseException:  # noqa: BLE001 - a broken hook: python falls back to its own
+        try:
+            sys.__excepthook__(type(exc), exc, tb)
+        except BaseException:  # noqa: BLE001
+            pass
+
+
+def _finalize(status: int, ns: dict) -> int:
+    """Python's shutdown of a script: wait for non-daemon threads, run atexit handlers,
+    release __main__ (files left open are flushed), flush stdout and stderr (120 if that fails)."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        try:
+            threading._shutdown()
+        except BaseException:  # noqa: BLE001
+            pass
+    try:
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: BLE001
+        pass
+    _clear_main(ns)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is None:
+            continue
+        try:
+            if not stream.closed:
+                stream.flush()
+        except BaseException:  # noqa: BLE001
+            status = FLUSH_FAILED
+    for stream in (sys.__stdout__, sys.__stderr__):  # replaced by the program: still flushed at exit
+        try:
+            if stream is not None and stream is not sys.stdout and stream is not sys.stderr:
+                stream.flush()
+        except BaseException:  # noqa: BLE001
+            pass
+    return status
+
+
+def _clear_main(ns: dict) -> None:
+    """As python tears __main__ down at exit: what the program left there is released, so
+    files it never closed are flushed and closed, and __del__ methods run (we end with _exit,
+    which would skip both). Its cost is the program's, as it is under python."""
+    try:
+        sys.modules.pop("__main__", None)
+        ns.clear()
+    except BaseException:  # noqa: BLE001 - a __del__ that raises or exits
+        pass
 
 
 def _print_exit_message(message: object) -> None:
@@ -189,18 +441,22 @@ def _print_exit_message(message: object) -> None:
 
 
 def _exit_code(code: object) -> int:
+    """The exit status of `sys.exit(code)` as python gives it (an int past a C long: 255)."""
     if code is None:
         return 0
-    if type(code) is int:
-        return code & 0xFF
+    if isinstance(code, int):
+        return int(code) & 0xFF if -(1 << 63) <= code < (1 << 63) else 255
     return 1
 
 
-def _serve(ctrl: socket.socket, program: str) -> int:
+def _serve(ctrl: socket.socket, msg: dict | str) -> int:
     """function mode: load the program, then answer calls until the supervisor hangs up."""
-    code, ns = _load(ctrl, program, "solution")
+    code, ns = _load(ctrl, msg if isinstance(msg, dict) else {"program": msg}, "solution")
     if code is None:
         return 0
+    # the program's functions are called from _call, a Python frame above this one, where a
+    # module's top level is entered from C (one more level): as if called from a top level
+    _charge_from_here(extra=-1)
     try:
         exec(code, ns)
     except BaseException as exc:  # noqa: BLE001 - SystemExit included: the module did not run

