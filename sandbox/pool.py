@@ -343,6 +343,7 @@ class SandboxPool:
 
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
+        self._check_runtime(job.runtime)
         n_guess = _count_tests(job)
         budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
@@ -364,7 +365,16 @@ class SandboxPool:
             compile=_compile_info(done),
         )
 
+    def _check_runtime(self, runtime: str) -> None:
+        """A job for another runtime never runs here without its packages (RuntimePools routes
+        each runtime to a pool of its own)."""
+        ours = getattr(self.host, "runtime", "python")
+        ours = getattr(ours, "name", ours)
+        if runtime != ours:
+            raise ValueError(f"runtime {runtime!r}: this pool runs {ours!r} (sandbox.runtimes.RuntimePools routes runtimes)")
+
     async def execute(self, req: ExecRequest) -> ExecResult:
+        self._check_runtime(req.runtime)
         msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
                "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
                "limits": req.limits.model_dump()}

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 
-from sandbox import ExecRequest, Limits
+import pytest
+
+from sandbox import ExecRequest, Job, Limits
 from tests.sandbox.conftest import job
 
 
@@ -104,3 +106,12 @@ async def test_exec_keeps_output_up_to_the_cap(pool):
     r = await pool.execute(ExecRequest(program=BIG, stdin=f"{n}\n", limits=Limits(timeout_s=10, output_bytes=1 << 20)))
     assert r.status == "output_limit", r.status
     assert 0 < len(r.stdout) <= 1 << 20 and _big_expected(n).startswith(r.stdout), len(r.stdout)
+
+
+async def test_a_pool_refuses_a_job_for_another_runtime(pool):
+    """A sci job sent to a plain pool is refused, never run without its packages."""
+    with pytest.raises(ValueError, match="runtime 'sci'"):
+        await pool.run(Job(program="import numpy\n", runtime="sci",
+                           tests={"kind": "assert", "asserts": ["assert True"]}))
+    with pytest.raises(ValueError, match="runtime 'sci'"):
+        await pool.execute(ExecRequest(program="import numpy\n", runtime="sci"))
