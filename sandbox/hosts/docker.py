@@ -122,7 +122,7 @@ class DockerHost(Host):
         lock = labels.get("verireward.owner_lock", "")
         if os.path.dirname(lock) != self.lease_dir:
             return False
-        return not _locked(lock)
+        return not uidlease.locked(lock)
 
     def taken_uid_bases(self) -> set[int]:
         """uid blocks of live runner containers (of any pool), to skip when leasing."""
@@ -255,16 +255,3 @@ def _dir_id(path: str) -> str:
     return f"{st.st_dev}:{st.st_ino}"
 
 
-def _locked(path: str) -> bool:
-    """Whether someone holds an flock on `path` now (False when it is gone)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        return False
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)

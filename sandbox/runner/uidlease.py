@@ -118,8 +118,13 @@ def sweep() -> int:
 
 def held(base: int) -> bool:
     """Whether someone holds the lease of `base` now (for clean-up of what a dead holder left)."""
+    return locked(os.path.join(lease_dir(), f"{base}.lock"))
+
+
+def locked(path: str) -> bool:
+    """Whether someone holds an flock on `path` now (False when it is gone)."""
     try:
-        fd = os.open(os.path.join(lease_dir(), f"{base}.lock"), os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return False
     try:
