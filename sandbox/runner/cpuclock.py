@@ -15,6 +15,8 @@ from __future__ import annotations
 import os
 import time
 
+from .limits import read_proc
+
 _CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MIN_STEP_S = 0.01  # re-arm at least this far ahead: a starved program gains CPU slowly
 
@@ -39,11 +41,7 @@ def _stat_times(pid: int) -> tuple[float, float, float] | None:
     """(own utime+stime, reaped children's cutime+cstime, start time) in seconds (the start
     since boot) from /proc/<pid>/stat."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
+        data = read_proc(f"/proc/{pid}/stat")
         f = data[data.rindex(b")") + 2 :].split()
         return (int(f[11]) + int(f[12])) / _CLK_TCK, (int(f[13]) + int(f[14])) / _CLK_TCK, int(f[19]) / _CLK_TCK
     except (OSError, ValueError, IndexError):
@@ -159,12 +157,7 @@ class TestClock:
 def run_delay_s(pid: int) -> float | None:
     """Seconds `pid`'s main thread has waited on a run queue for a CPU (/proc/<pid>/schedstat)."""
     try:
-        fd = os.open(f"/proc/{pid}/schedstat", os.O_RDONLY)
-        try:
-            data = os.read(fd, 256)
-        finally:
-            os.close(fd)
-        return int(data.split()[1]) / 1e9
+        return int(read_proc(f"/proc/{pid}/schedstat", 256).split()[1]) / 1e9
     except (OSError, ValueError, IndexError):
         return None
 

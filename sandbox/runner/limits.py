@@ -161,14 +161,19 @@ def kill_uids(uids: set[int], rounds: int = 50, spare: set[int] = frozenset()) -
     return len(sent)
 
 
+def read_proc(path: str, size: int = 4096) -> bytes:
+    """A small /proc file in one read (OSError when the process is gone)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
 def _state(pid: int) -> tuple[str, int]:
     """(state letter, start time in clock ticks) from /proc/<pid>/stat; ("", 0) if gone."""
     try:
-        fd = os.open(f"/proc/{pid}/stat", os.O_RDONLY)
-        try:
-            data = os.read(fd, 4096)
-        finally:
-            os.close(fd)
+        data = read_proc(f"/proc/{pid}/stat")
         fields = data[data.rindex(b")") + 2 :].split()
         return fields[0].decode(), int(fields[19])
     except (OSError, ValueError, IndexError):
