@@ -23,7 +23,7 @@ from . import languages, limits
 from .children import WRITE, Children, OutputMeter, close_fd
 from .compile_cache import CompileCache
 from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
-from .languages import Language
+from .languages import Language, harness
 from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin
 
 COMPILE_TIMEOUT_S = 20.0
@@ -238,10 +238,27 @@ class CompiledRun(StdioRun):
         self.error = _missing(self.lang, msg.get("language"))
         self.msg = msg
         self.built: Build | None = None
+        self.shared: harness.SharedProcess | None = None
 
     def prepare(self) -> None:
         if not self.error:
             self.built = build(self.ch, self.lang, self.program, self.scratch, self.msg)
+            self.shared = self._shared_process()
+
+    def _shared_process(self) -> harness.SharedProcess | None:
+        """One process for the job's tests where the language has a harness and sharing is
+        faithful for this program (languages/harness.py); None: a process per test."""
+        lang, b = self.lang, self.built
+        if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program):
+            return None
+        h = build(self.ch, lang, harness.source(lang), self.scratch, self.msg)
+        if not h.ok:
+            return None
+        mem = str(int(self.lim["memory_mb"]))
+        argv = lang.argv(lang.shared, art=b.art, hart=h.art, main=lang.entry_name(self.program), memory_mb=mem,
+                         heap_mb=mem, token="{token}")
+        return harness.SharedProcess(self.ch, argv, job_env(lang, self.scratch), self.scratch,
+                                     run_limits(lang, self.lim), len(self.cases))
 
     def run(self) -> None:
         b = self.built
@@ -262,7 +279,14 @@ class CompiledRun(StdioRun):
         super().run()
 
     def run_case(self, stdin: str) -> ScriptEnd:
-        return judge_end(self.lang, run_process(self.ch, self.argv, self.env, stdin, self.scratch, self.plim))
+        out = self.shared.run_case(stdin) if self.shared is not None else None
+        if out is None:  # a process of its own
+            out = run_process(self.ch, self.argv, self.env, stdin, self.scratch, self.plim)
+        return judge_end(self.lang, out)
+
+    def stop(self) -> None:
+        if self.shared is not None:
+            self.shared.stop()
 
     def answer(self) -> dict:
         done = super().answer()

@@ -1,0 +1,280 @@
+"""One JVM / node process serving a job's stdio tests, each with fresh per-test state.
+
+A fresh JVM costs ~70-100 ms of CPU and a fresh node ~45 ms; a test in a fresh class loader or
+`vm` context costs about 1 ms. So for a language with a harness (table.py: `shared`), the
+job's tests go, one at a time, to one process running our harness (harness/VrHarness.java,
+harness/vr_harness.js; built once per runner through the compile cache like any program):
+
+- the supervisor writes a test's input on the process's stdin as `<index> <bytes>\\n<input>`,
+  and only after the previous test ended;
+- the harness runs the program with fresh state on that input; the program's stdout and
+  stderr are the process's own, read and compared here exactly as for a process per test;
+- a test ends either with one line on stderr (`\\x1evr:<token>:<index>\\n`, cut out of the
+  stderr kept), meaning "it ended as a clean exit 0 would", or with the process's end: the
+  kernel's exit status, and the harness ends the process exactly where a fresh one would
+  have ended otherwise (an uncaught exception, an exit call, a thread or a listener left);
+  the next test then gets a fresh process;
+- the time limit is the process's CPU time since the test's input was sent (the kernel's
+  clock, as for a process per test), the wall clock a backstop; a timeout kills the process.
+
+The candidate runs inside the harness's process and can write that line itself (node's vm is
+no boundary; Java reflection reaches the harness). What it can forge is only "this test
+ended now, exit 0", which any program gets by exiting: a verdict still comes from what the
+supervisor read and compared. A line that is not the current test's is a protocol violation.
+
+Where sharing is not faithful the job runs a process per test: a program that reaches what
+the harness cannot give it per test (table.py `shared_unsafe`: raw fd 0 or 1, child
+processes, shutdown hooks...), and, from a test that hit the wall-clock backstop on (a
+program blocked on input the harness does not give it would), the rest of the job, that test
+run again as a process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import resource
+import time
+
+from .. import flags, limits
+from ..children import WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
+from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
+from ..protocol import Violation
+from ..script import ScriptEnd, encode_stdin
+from . import Language
+
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness")
+MAX_TESTS = 64  # a process serves at most this many tests, then a fresh one (bounds any slow leak)
+MARK = b"\x1evr:"
+
+
+def source(lang: Language) -> str:
+    """The harness's source for `lang` (read here, by the trusted supervisor)."""
+    with open(os.path.join(HERE, lang.harness), encoding="utf-8") as f:
+        return f.read()
+
+
+def shareable(lang: Language, program: str) -> bool:
+    """Whether `program` may be served by the shared process (else a process per test)."""
+    return bool(lang.shared) and not (lang.shared_unsafe and re.search(lang.shared_unsafe, program))
+
+
+class HarnessMeter(OutputMeter):
+    """The job's output meter, with the harness's end lines cut out of stderr (and noted)."""
+
+    def __init__(self, limit: int, keep: int, token: str) -> None:
+        super().__init__(limit, keep)
+        self.head = MARK + token.encode() + b":"
+        self.pending = bytearray()  # stderr held back: it may be the start of an end line
+        self.ends: list[bytes] = []  # what followed the head, up to its newline, per end line
+        self.stdout_bytes = 0
+
+    def charge(self, stream: str, data: bytes, index: int | None) -> None:
+        if stream == "stdout":
+            self.stdout_bytes += len(data)
+            super().charge(stream, data, index)
+            return
+        buf = self.pending + data
+        out = bytearray()
+        while buf:
+            at = buf.find(MARK)
+            if at < 0:
+                keep = _partial_tail(buf, MARK)
+                out += buf[: len(buf) - keep]
+                buf = buf[len(buf) - keep:]
+                break
+            out += buf[:at]
+            buf = buf[at:]
+            if len(buf) < len(self.head) and self.head.startswith(bytes(buf)):
+                break  # maybe ours: wait for the rest
+            end = buf.find(b"\n", 0, len(self.head) + 24)
+            if buf.startswith(self.head) and end >= 0:
+                self.ends.append(bytes(buf[len(self.head):end]))
+                buf = buf[end + 1:]
+            elif buf.startswith(self.head) and len(buf) < len(self.head) + 24:
+                break
+            else:  # not a line of ours: the program's bytes
+                out += buf[:1]
+                buf = buf[1:]
+        self.pending = bytearray(buf)
+        if out:
+            super().charge("stderr", bytes(out), index)
+
+    def flush_pending(self) -> None:
+        """What was held back is the program's (its process ended)."""
+        if self.pending:
+            data, self.pending = bytes(self.pending), bytearray()
+            super().charge("stderr", data, None)
+
+
+def _partial_tail(buf: bytearray, mark: bytes) -> int:
+    """How many bytes at the end of `buf` could begin `mark`."""
+    for k in range(min(len(mark) - 1, len(buf)), 0, -1):
+        if buf.endswith(mark[:k]):
+            return k
+    return 0
+
+
+class SharedProcess:
+    """The job's harness process, across its tests; `run_case` is one test. Returns None for
+    a test to be run as a process of its own instead (and every test after it)."""
+
+    def __init__(self, ch: Children, argv: list[str], env: dict[str, str], scratch: str, plim, n_tests: int) -> None:
+        self.ch = ch
+        self.argv = argv
+        self.env = env
+        self.scratch = scratch
+        self.plim = plim
+        self.left = n_tests
+        self.token = os.urandom(8).hex()
+        self.meter = HarnessMeter(ch.meter.limit, ch.meter.keep, self.token)
+        ch.meter = self.meter
+        self.c: Candidate | None = None
+        self.served = 0
+        self.index = 0
+        self.started = 0  # processes started (for tests and the report)
+        self.off = False  # the rest of the job runs a process per test
+
+    def argv_for(self) -> list[str]:
+        return [part.replace("{token}", self.token) for part in self.argv]
+
+    def _start(self) -> bool:
+        ch, lim = self.ch, self.plim
+        c = ch.take_candidate("script")
+        self.started += 1
+        rl = {"timeout_s": lim.timeout_s, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
+              "nofile": lim.nofile}
+        # RLIMIT_CPU: every test it may serve (each is limited by the clock here)
+        msg = ch.load_message(c, "execve", "", self.scratch, rl, min(self.left, MAX_TESTS))
+        msg.update(argv=self.argv_for(), env=self.env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
+        with contextlib.suppress(OSError, ValueError):
+            resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+        self.c, self.served = c, 0
+        if not ch.send_candidate(c, msg):
+            return False
+        return ch.wait_settled(c, time.monotonic() + 10)
+
+    def run_case(self, stdin: str) -> ScriptEnd | None:
+        ch, meter = self.ch, self.meter
+        index, self.index = self.index, self.index + 1
+        if self.off:
+            return None
+        out = ScriptEnd()
+        c = self.c
+        if c is None or c.killed or c.pid in ch.exits or self.served >= MAX_TESTS:
+            self.stop()
+            if not self._start():
+                self.stop()
+                out.status, out.message = "error", "candidate did not start"
+                return out
+            c = self.c
+        assert c is not None
+        self.served += 1
+        self.left -= 1
+        meter.start_unit()
+        n_ends = len(meter.ends)
+        before = {k: len(v) for k, v in meter.kept.items()}
+        uid = ch.c_uid if limits.can_switch_uid() else None
+        t0 = time.monotonic()
+        clock = TestClock(self.plim.timeout_s, self.plim.wall_factor, t0, tree_cpu_s(c.pid, None))
+        data = encode_stdin(stdin)
+        pending = f"{index} {len(data)}\n".encode() + data
+        over = self._serve(c, clock, uid, t0, pending, n_ends)
+        out.time_s = round(time.monotonic() - t0, 6)
+        ended = len(meter.ends) > n_ends
+        note = ch.exits.get(c.pid)
+        if c.violation is not None:
+            out.flag = c.violation.flag
+            out.status, out.message = "error", f"candidate broke the runner protocol: {c.violation.why}"[:300]
+        elif meter.over_limit:
+            out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
+        elif ended:
+            out.exit = 0
+        elif over or note is None or c.open_pipes > 0:
+            if over in ("wall", "hard") and not self.off:  # blocked: maybe on what sharing does not give it
+                self.stop()
+                self.off = True
+                self._trim(before)
+                return None
+            out.status, out.message = "timeout", clock.message(over or "wall")
+        elif note.get("signal"):
+            out.status, out.message = exit_reason(note)
+            out.exit = -int(note["signal"])
+        else:
+            out.exit = int(note.get("code", 1))
+            if out.exit != 0:
+                out.status, out.message = "error", f"exit code {out.exit}"
+        if not ended or out.status != "finished":
+            self.stop()  # the next test gets a fresh process
+        out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
+        out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
+        return out
+
+    def _serve(self, c: Candidate, clock: TestClock, uid: int | None, t0: float, pending: bytes, n_ends: int) -> str:
+        """Send the test's input and wait for its end; the limit that passed, if one did."""
+        ch, meter = self.ch, self.meter
+        watching = False
+        wake = clock.first_check
+        over = ""
+        while not c.killed and not meter.over_limit:
+            if pending:
+                try:
+                    pending = pending[os.write(c.stdin_w, pending[: 1 << 16]):]
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    pending = b""
+                if pending and not watching:
+                    ch.sel.register(c.stdin_w, WRITE, ("hin", c))  # wakes the pump; written here
+                    watching = True
+                elif not pending and watching:
+                    ch.sel.unregister(c.stdin_w)
+                    watching = False
+            if len(meter.ends) > n_ends:
+                self._check_end(c, n_ends)
+                self._drain()
+                break
+            if c.pid in ch.exits and c.open_pipes == 0:
+                meter.flush_pending()
+                break
+            now = time.monotonic()
+            if now >= wake:
+                alive = c.pid not in ch.exits
+                cpu = tree_cpu_s(c.pid, uid, since=t0) if alive else None
+                over, wake = clock.check(now, cpu, run_delay_s(c.pid) if alive else None)
+                if over:
+                    break
+                continue
+            ch.pump(wake - now)
+        if watching:
+            ch.sel.unregister(c.stdin_w)
+        return over
+
+    def _check_end(self, c: Candidate, n_ends: int) -> None:
+        ends = self.meter.ends[n_ends:]
+        if len(ends) != 1 or ends[0] != str(self.index - 1).encode():
+            self.ch.violated(c, Violation(flags.CONTROL_CHANNEL, "an end line that is not the current test's"))
+
+    def _drain(self) -> None:
+        """What the program wrote on stdout before the end line is in the pipe: read it all."""
+        ch, meter = self.ch, self.meter
+        while True:
+            seen = meter.stdout_bytes
+            ch.pump(0)
+            if meter.stdout_bytes == seen:
+                return
+
+    def _trim(self, before: dict[str, int]) -> None:
+        for k, v in self.meter.kept.items():
+            del v[before[k]:]
+
+    def stop(self) -> None:
+        c, self.c = self.c, None
+        if c is not None:
+            if c.stdin_w >= 0:
+                self.ch.sel.unregister(c.stdin_w)
+                close_fd(c, "stdin_w")
+            self.ch.kill_candidate(c)
+            limits.kill_uids({self.ch.c_uid})
+            self.meter.flush_pending()
