@@ -256,7 +256,7 @@ class CompiledRun(StdioRun):
             return None
         mem = str(int(self.lim["memory_mb"]))
         argv = lang.argv(lang.shared, art=b.art, hart=h.art, main=lang.entry_name(self.program), memory_mb=mem,
-                         heap_mb=mem, token="{token}")
+                         heap_mb=mem)
         return harness.SharedProcess(self.ch, argv, job_env(lang, self.scratch), self.scratch,
                                      run_limits(lang, self.lim), len(self.cases))
 

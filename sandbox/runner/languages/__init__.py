@@ -26,7 +26,7 @@ class Language:
     """One language: placeholders in argv are {src} (source file name), {main} (entry class),
     {art} (the artifact directory in the cache), {out} (the build's output directory),
     {memory_mb}, {heap_mb}, {pch} (the precompiled-header include flags, or nothing), and in
-    `shared` {hart} (the harness's artifact directory) and {token}."""
+    `shared` {hart} (the harness's artifact directory)."""
 
     name: str
     aliases: tuple[str, ...]  # what clients send (SandboxFusion's names) and code-fence tags
@@ -47,9 +47,9 @@ class Language:
     main: str = "main"
     keep_source: bool = False  # the artifact is the source itself (the build only checks it)
     host_paths: tuple[str, ...] = ()  # directories outside /usr the toolchain reads (a host binds them)
-    # one process serving a job's tests (harness.py): its argv ({hart}: the harness's artifact,
-    # {token}: the job's end-line token), the harness's file in harness/, and what in a program
-    # makes sharing unfaithful (then a process per test)
+    # one process serving a job's tests (harness.py): its argv ({hart}: the harness's artifact),
+    # the harness's file in harness/, and what in a program makes sharing unfaithful or lets it
+    # reach the harness (then a process per test)
     shared: tuple[str, ...] = ()
     harness: str = ""
     shared_unsafe: str = ""

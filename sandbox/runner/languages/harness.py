@@ -5,28 +5,31 @@ A fresh JVM costs ~70-100 ms of CPU and a fresh node ~45 ms; a test in a fresh c
 job's tests go, one at a time, to one process running our harness (harness/VrHarness.java,
 harness/vr_harness.js; built once per runner through the compile cache like any program):
 
-- the supervisor writes a test's input on the process's stdin as `<index> <bytes>\\n<input>`,
-  and only after the previous test ended;
+- the supervisor writes a test's input on the process's stdin as `<secret> <bytes>\\n<input>`
+  (a fresh random secret per test), and only after the previous test ended;
 - the harness runs the program with fresh state on that input; the program's stdout and
   stderr are the process's own, read and compared here exactly as for a process per test;
-- a test ends either with one line on stderr (`\\x1evr:<token>:<index>\\n`, cut out of the
-  stderr kept), meaning "it ended as a clean exit 0 would", or with the process's end: the
+- a test ends either with one line on stderr (`\\x1evr:<secret>\\n`, cut out of the stderr
+  kept), meaning "it ended as a clean exit 0 would", or with the process's end: the
   kernel's exit status, and the harness ends the process exactly where a fresh one would
   have ended otherwise (an uncaught exception, an exit call, a thread or a listener left);
   the next test then gets a fresh process;
 - the time limit is the process's CPU time since the test's input was sent (the kernel's
   clock, as for a process per test), the wall clock a backstop; a timeout kills the process.
 
-The candidate runs inside the harness's process and can write that line itself (node's vm is
-no boundary; Java reflection reaches the harness). What it can forge is only "this test
-ended now, exit 0", which any program gets by exiting: a verdict still comes from what the
-supervisor read and compared. A line that is not the current test's is a protocol violation.
+The candidate runs inside the harness's process. The Java harness keeps the secret in a local
+of its main loop only (no field, no argument; reflection does not read another frame's
+locals) and programs that name reflection, memory, files or native code run a process per
+test; node's vm is no boundary, so a node program can learn the secret. What a program that
+has it can forge is only "this test ended now, exit 0", which any program gets by exiting:
+its verdict still comes from what the supervisor read and compared, and a line with any other
+secret is the program's own stderr.
 
 Where sharing is not faithful the job runs a process per test: a program that reaches what
 the harness cannot give it per test (table.py `shared_unsafe`: raw fd 0 or 1, child
-processes, shutdown hooks...), and, from a test that hit the wall-clock backstop on (a
-program blocked on input the harness does not give it would), the rest of the job, that test
-run again as a process.
+processes, shutdown hooks...), and, from a test that hit the wall-clock backstop having used
+almost no CPU (as a program blocked on input the harness does not give it would), the rest of
+the job, that test run again as a process (one that used CPU meanwhile is a timeout as usual).
 """
 
 from __future__ import annotations
@@ -37,10 +40,9 @@ import re
 import resource
 import time
 
-from .. import flags, limits
+from .. import limits
 from ..children import WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
 from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
-from ..protocol import Violation
 from ..script import ScriptEnd, encode_stdin
 from . import Language
 
@@ -63,11 +65,11 @@ def shareable(lang: Language, program: str) -> bool:
 class HarnessMeter(OutputMeter):
     """The job's output meter, with the harness's end lines cut out of stderr (and noted)."""
 
-    def __init__(self, limit: int, keep: int, token: str) -> None:
+    def __init__(self, limit: int, keep: int) -> None:
         super().__init__(limit, keep)
-        self.head = MARK + token.encode() + b":"
+        self.head = MARK + os.urandom(8).hex().encode() + b"\n"  # the current test's end line
         self.pending = bytearray()  # stderr held back: it may be the start of an end line
-        self.ends: list[bytes] = []  # what followed the head, up to its newline, per end line
+        self.ends: list[bytes] = []  # the end lines seen
         self.stdout_bytes = 0
 
     def charge(self, stream: str, data: bytes, index: int | None) -> None:
@@ -88,13 +90,10 @@ class HarnessMeter(OutputMeter):
             buf = buf[at:]
             if len(buf) < len(self.head) and self.head.startswith(bytes(buf)):
                 break  # maybe ours: wait for the rest
-            end = buf.find(b"\n", 0, len(self.head) + 24)
-            if buf.startswith(self.head) and end >= 0:
-                self.ends.append(bytes(buf[len(self.head):end]))
-                buf = buf[end + 1:]
-            elif buf.startswith(self.head) and len(buf) < len(self.head) + 24:
-                break
-            else:  # not a line of ours: the program's bytes
+            if buf.startswith(self.head):
+                self.ends.append(bytes(self.head))
+                buf = buf[len(self.head):]
+            else:  # not the line that ends this test: the program's bytes
                 out += buf[:1]
                 buf = buf[1:]
         self.pending = bytearray(buf)
@@ -106,6 +105,11 @@ class HarnessMeter(OutputMeter):
         if self.pending:
             data, self.pending = bytes(self.pending), bytearray()
             super().charge("stderr", data, None)
+
+
+def _idle(clock: TestClock) -> bool:
+    """A test that hit the wall clock having used almost no CPU: it slept or blocked."""
+    return clock.used is None or clock.used < 0.05 * clock.limit_s + 0.05
 
 
 def _partial_tail(buf: bytearray, mark: bytes) -> int:
@@ -127,17 +131,13 @@ class SharedProcess:
         self.scratch = scratch
         self.plim = plim
         self.left = n_tests
-        self.token = os.urandom(8).hex()
-        self.meter = HarnessMeter(ch.meter.limit, ch.meter.keep, self.token)
+        self.meter = HarnessMeter(ch.meter.limit, ch.meter.keep)
         ch.meter = self.meter
         self.c: Candidate | None = None
         self.served = 0
-        self.index = 0
         self.started = 0  # processes started (for tests and the report)
         self.off = False  # the rest of the job runs a process per test
-
-    def argv_for(self) -> list[str]:
-        return [part.replace("{token}", self.token) for part in self.argv]
+        self.unsent = False
 
     def _start(self) -> bool:
         ch, lim = self.ch, self.plim
@@ -147,7 +147,7 @@ class SharedProcess:
               "nofile": lim.nofile}
         # RLIMIT_CPU: every test it may serve (each is limited by the clock here)
         msg = ch.load_message(c, "execve", "", self.scratch, rl, min(self.left, MAX_TESTS))
-        msg.update(argv=self.argv_for(), env=self.env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
+        msg.update(argv=self.argv, env=self.env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
         with contextlib.suppress(OSError, ValueError):
             resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
         self.c, self.served = c, 0
@@ -157,7 +157,6 @@ class SharedProcess:
 
     def run_case(self, stdin: str) -> ScriptEnd | None:
         ch, meter = self.ch, self.meter
-        index, self.index = self.index, self.index + 1
         if self.off:
             return None
         out = ScriptEnd()
@@ -179,20 +178,19 @@ class SharedProcess:
         t0 = time.monotonic()
         clock = TestClock(self.plim.timeout_s, self.plim.wall_factor, t0, tree_cpu_s(c.pid, None))
         data = encode_stdin(stdin)
-        pending = f"{index} {len(data)}\n".encode() + data
+        secret = os.urandom(8).hex()
+        meter.head = MARK + secret.encode() + b"\n"
+        pending = f"{secret} {len(data)}\n".encode() + data
         over = self._serve(c, clock, uid, t0, pending, n_ends)
         out.time_s = round(time.monotonic() - t0, 6)
         ended = len(meter.ends) > n_ends
         note = ch.exits.get(c.pid)
-        if c.violation is not None:
-            out.flag = c.violation.flag
-            out.status, out.message = "error", f"candidate broke the runner protocol: {c.violation.why}"[:300]
-        elif meter.over_limit:
+        if meter.over_limit:
             out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
         elif ended:
             out.exit = 0
         elif over or note is None or c.open_pipes > 0:
-            if over in ("wall", "hard") and not self.off:  # blocked: maybe on what sharing does not give it
+            if over in ("wall", "hard") and _idle(clock):  # blocked: maybe on what sharing does not give it
                 self.stop()
                 self.off = True
                 self._trim(before)
@@ -205,7 +203,7 @@ class SharedProcess:
             out.exit = int(note.get("code", 1))
             if out.exit != 0:
                 out.status, out.message = "error", f"exit code {out.exit}"
-        if not ended or out.status != "finished":
+        if not ended or out.status != "finished" or self.unsent:
             self.stop()  # the next test gets a fresh process
         out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
         out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
@@ -232,7 +230,6 @@ class SharedProcess:
                     ch.sel.unregister(c.stdin_w)
                     watching = False
             if len(meter.ends) > n_ends:
-                self._check_end(c, n_ends)
                 self._drain()
                 break
             if c.pid in ch.exits and c.open_pipes == 0:
@@ -249,12 +246,8 @@ class SharedProcess:
             ch.pump(wake - now)
         if watching:
             ch.sel.unregister(c.stdin_w)
+        self.unsent = bool(pending)  # an end line before its input was read: not the harness's
         return over
-
-    def _check_end(self, c: Candidate, n_ends: int) -> None:
-        ends = self.meter.ends[n_ends:]
-        if len(ends) != 1 or ends[0] != str(self.index - 1).encode():
-            self.ch.violated(c, Violation(flags.CONTROL_CHANNEL, "an end line that is not the current test's"))
 
     def _drain(self) -> None:
         """What the program wrote on stdout before the end line is in the pipe: read it all."""

@@ -42,10 +42,14 @@ JAVA = Language(
     compile=("javac", *(f"-J{f}" for f in JVM if not f.startswith("-Xlog")), "-J-Xmx512m", "-encoding", "UTF-8",
              "-nowarn", "-d", "{out}", "{src}"),
     run=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{art}", "{main}"),
-    shared=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{hart}", "VrHarness", "{art}", "{main}", "{token}"),
+    shared=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{hart}", "VrHarness", "{art}", "{main}"),
     harness="VrHarness.java",
-    # raw stdin/stdout (the harness's pipes), child processes, hooks that run at exit
-    shared_unsafe=r"FileDescriptor|addShutdownHook|ProcessBuilder|\.exec\s*\(|/dev/(?:std|fd)|/proc/self|inheritedChannel",
+    # raw stdin/stdout (the harness's pipes), child processes, hooks that run at exit; and what
+    # could reach the harness's memory: reflection, Unsafe, management beans, files, native code
+    shared_unsafe=(r"FileDescriptor|addShutdownHook|ProcessBuilder|\.exec\s*\(|/dev/|/proc/|inheritedChannel"
+                   r"|reflect|forName|getDeclared|setAccessible|MethodHandle|Unsafe|Management|HotSpot|jdk\.internal"
+                   r"|\bFile\b|RandomAccessFile|FileInputStream|FileReader|\bFiles\b|\bPaths?\b|Channel|\bUR[LI]\b"
+                   r"|\bload(?:Library)?\s*\(|\bnative\b|ClassLoader|Instrumentation|attach"),
     tools=("javac", "java"),
     host_paths=("/etc/java-17-openjdk",),  # Debian's JDK conf/ links into it
     run_overhead_mb=256,  # metaspace, code cache, GC and thread stacks beside the -Xmx heap
@@ -91,8 +95,7 @@ JAVASCRIPT = Language(
     keep_source=True,
     # node sizes its own thread stacks by RLIMIT_STACK: at 128 MB or more it hangs at start
     run=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{art}/main.js"),
-    shared=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{hart}/main.js", "{art}/main.js",
-            "{token}"),
+    shared=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{hart}/main.js", "{art}/main.js"),
     harness="vr_harness.js",
     # fd 0 other than by fs.readFileSync/readSync/readFile or process.stdin, processes, workers,
     # 'beforeExit' (the harness's end of a test)

@@ -6,8 +6,10 @@
 // The supervisor judges; this only says "the test ended as a clean exit 0" with one line on
 // stderr. Anything a fresh JVM would end otherwise (main threw, System.exit, a thread still
 // alive, an uncaught exception anywhere) ends this JVM the way a fresh one ends, with its exit
-// code, and the next test gets a fresh JVM. The line can be forged by the candidate (it runs
-// in this process): it means no more than System.exit(0) at that point would.
+// code, and the next test gets a fresh JVM. The line carries the test's secret (sent with its
+// input, kept only in a local of main here: no field, no argument of the process); a
+// candidate that read it anyway could end its own test early, which means no more than
+// System.exit(0) at that point would.
 import java.io.BufferedInputStream;
 import java.io.BufferedOutputStream;
 import java.io.ByteArrayInputStream;
@@ -21,14 +23,14 @@ import java.io.OutputStream;
 import java.io.PrintStream;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
-import java.net.URL;
-import java.net.URLClassLoader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.Map;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.Set;
-import java.util.TimeZone;
 
 public final class VrHarness {
     private static final long STACK = 8L << 20;  // the launcher's main thread gets -Xss8m (table.JVM)
@@ -45,6 +47,27 @@ public final class VrHarness {
         }
         @Override public void flush() throws IOException { out.flush(); }
         @Override public void close() { closed = true; }
+    }
+
+    /** The candidate's classes, read once, defined afresh in each test's loader. */
+    private static final class Fresh extends ClassLoader {
+        private final Map<String, byte[]> classes;
+        Fresh(Map<String, byte[]> classes, ClassLoader parent) { super(parent); this.classes = classes; }
+        @Override protected Class<?> findClass(String name) throws ClassNotFoundException {
+            byte[] b = classes.get(name);
+            if (b == null) throw new ClassNotFoundException(name);
+            return defineClass(name, b, 0, b.length);
+        }
+    }
+
+    private static void collect(File dir, String prefix, Map<String, byte[]> into) throws IOException {
+        File[] files = dir.listFiles();
+        if (files == null) return;
+        for (File f : files) {
+            String n = f.getName();
+            if (f.isDirectory()) collect(f, prefix + n + ".", into);
+            else if (n.endsWith(".class")) into.put(prefix + n.substring(0, n.length() - 6), Files.readAllBytes(f.toPath()));
+        }
     }
 
     /** The test's thread group: an uncaught exception anywhere in it is remembered. */
@@ -141,9 +164,9 @@ public final class VrHarness {
     }
 
     public static void main(String[] args) throws Exception {
-        URL[] path = {new File(args[0]).toURI().toURL()};
+        Map<String, byte[]> classes = new HashMap<>();
+        collect(new File(args[0]), "", classes);
         String mainClass = args[1];
-        byte[] marker = ("\u001evr:" + args[2] + ":").getBytes(StandardCharsets.ISO_8859_1);
         FileOutputStream rawOut = new FileOutputStream(FileDescriptor.out);
         FileOutputStream rawErr = new FileOutputStream(FileDescriptor.err);
         InputStream rawIn = new BufferedInputStream(new FileInputStream(FileDescriptor.in), 1 << 16);
@@ -151,7 +174,6 @@ public final class VrHarness {
         Locale locale = Locale.getDefault();
         Locale format = Locale.getDefault(Locale.Category.FORMAT);
         Locale display = Locale.getDefault(Locale.Category.DISPLAY);
-        TimeZone zone = TimeZone.getDefault();
         ClassLoader parent = ClassLoader.getPlatformClassLoader();  // our classes are not the candidate's to see
         Set<Thread> ours = new HashSet<>(java.util.Arrays.asList(threads()));
         while (true) {
@@ -164,7 +186,7 @@ public final class VrHarness {
             System.setIn(new BufferedInputStream(new ByteArrayInputStream(input)));
             System.setOut(out);
             System.setErr(err);
-            URLClassLoader loader = new URLClassLoader(path, parent);
+            Fresh loader = new Fresh(classes, parent);
             TestGroup group = new TestGroup();
             Runner runner = new Runner(loader, mainClass);
             Thread t = new Thread(group, runner, "main", STACK);
@@ -180,11 +202,8 @@ public final class VrHarness {
             Locale.setDefault(locale);
             Locale.setDefault(Locale.Category.FORMAT, format);
             Locale.setDefault(Locale.Category.DISPLAY, display);
-            TimeZone.setDefault(zone);
             Thread.setDefaultUncaughtExceptionHandler(null);
-            loader.close();
-            rawErr.write(marker);
-            rawErr.write((h[0] + "\n").getBytes(StandardCharsets.ISO_8859_1));
+            rawErr.write(("\u001evr:" + h[0] + "\n").getBytes(StandardCharsets.ISO_8859_1));
             rawErr.flush();
         }
     }

@@ -6,9 +6,9 @@
 // Anything else a fresh node would end with (an uncaught exception, process.exit, an exit code
 // set, a listener on process) ends this node that way, and the next test gets a fresh one.
 //
-// The vm is not a boundary: the program can reach this file's objects (assume it can). The
-// sandbox isolates, the supervisor judges; the line, if forged, means no more than
-// process.exit(0) at that point would.
+// The vm is not a boundary: the program can reach this file's objects (assume it can), and so
+// the test's secret the line carries (sent with its input). The sandbox isolates, the
+// supervisor judges; the line, if forged, means no more than process.exit(0) at that point.
 'use strict';
 const fs = require('fs');
 const vm = require('vm');
@@ -18,12 +18,11 @@ const { Console } = require('console');
 const Module = require('module');
 const hostRequire = require;
 
-const [mainPath, token] = process.argv.slice(2);
+const [mainPath] = process.argv.slice(2);
 const filename = path.resolve(mainPath);
 let source = fs.readFileSync(filename, 'utf8');
 if (source.startsWith('#!')) source = '//' + source.slice(2);  // node ignores a shebang line
 const script = new vm.Script(Module.wrap(source), { filename });
-const marker = '\x1evr:' + token + ':';
 const STDIN_PATHS = new Set([0, '0', '/dev/stdin', '/proc/self/fd/0', '/dev/fd/0']);
 const GLOBALS = ['Buffer', 'setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval',
   'clearImmediate', 'queueMicrotask', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder', 'structuredClone',
@@ -31,7 +30,7 @@ const GLOBALS = ['Buffer', 'setTimeout', 'setInterval', 'setImmediate', 'clearTi
   'BroadcastChannel', 'MessageChannel', 'MessagePort', 'Blob'];
 let state = null;
 
-function readLine() {  // the next test's header from fd 0 ("<index> <bytes>\n"), blocking
+function readLine() {  // the next test's header from fd 0 ("<secret> <bytes>\n"), blocking
   const b = Buffer.alloc(1);
   let s = '';
   for (;;) {
@@ -107,14 +106,14 @@ function stdinFs(input) {  // fs, but fd 0 and /dev/stdin are this test's input
 function runTest() {
   const header = readLine();
   if (header === null) process.exit(0);
-  const [index, size] = header.split(' ');
+  const [secret, size] = header.split(' ');
   const input = readFully(Number(size));
   const stdin = new PassThrough();
   stdin.fd = 0;
   stdin.end(input);
   const stdout = output(1);
   const stderr = output(2);
-  const t = { index, dirty: false, proc: null };
+  const t = { secret, dirty: false, proc: null };
   const proc = Object.create(process);
   const passOn = (name) => function (event, fn) {  // a listener on process would outlive the test
     t.dirty = true;
@@ -146,7 +145,9 @@ function runTest() {
   req.resolve = (id) => { if (Module.builtinModules.includes(String(id).replace(/^node:/, ''))) return id; return req(id); };
   module.require = req;
   const sandbox = { process: proc, console: new Console({ stdout, stderr }) };
-  for (const name of GLOBALS) if (name in globalThis) sandbox[name] = globalThis[name];
+  for (const name of GLOBALS) {  // looked up when used: some load their module on first use (fetch)
+    if (name in globalThis) Object.defineProperty(sandbox, name, { get: () => globalThis[name], configurable: true });
+  }
   const ctx = vm.createContext(sandbox);
   vm.runInContext('globalThis.global = globalThis', ctx);
   state = t;
@@ -159,7 +160,7 @@ process.on('beforeExit', () => {  // the loop is empty: where a fresh node would
   const code = t.proc.exitCode;
   if (t.dirty || (code !== undefined && code !== null && code !== 0)) process.exit(code || 0);
   state = null;
-  writeAll(2, marker + t.index + '\n');
+  writeAll(2, '\x1evr:' + t.secret + '\n');
   setImmediate(runTest);
 });
 runTest();
