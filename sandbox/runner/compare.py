@@ -49,6 +49,11 @@ class StdoutMatcher:
         self.expected = _lines(expected)
         self.tol = float_tolerance
         self.bounded = bounded
+        self.restart()
+
+    def restart(self) -> None:
+        """Forget what was fed: the run is done again (languages/harness.py, a test moved to a
+        process of its own)."""
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
         self._partial: list[str] = []  # the line being read (while it may still match)
         self._partial_len = 0

@@ -135,6 +135,10 @@ NODE: dict[str, tuple[str, list[dict], list[str]]] = {
         "function main() { console.log(Number(require('fs').readFileSync(0, 'utf8')) + 1); }\n"
         "if (require.main === module) main();\n",
         [case(f"{x}\n", f"{x + 1}\nbye 0\n") for x in (1, 2, 3)], ["passed"] * 3),
+    "a builtin shared cannot give, by a computed name; eval": (
+        "const x = Number(require('fs').readFileSync(0, 'utf8')); const cp = require(['child', 'process'].join('_'));\n"
+        "console.log(typeof cp.spawnSync, eval('x * 3'), new Function('a', 'return a + 1')(x));\n",
+        [case(f"{x}\n", f"function {3 * x} {x + 1}\n") for x in (1, 2, 3)], ["passed"] * 3),
     "time limit in one test": (
         "const x = Number(require('fs').readFileSync(0, 'utf8')); let k = 0; while (x === 2) k++; console.log(x);\n",
         [case(f"{x}\n", f"{x}\n") for x in (1, 2, 3)], ["passed", "timeout", "passed"]),
@@ -192,3 +196,17 @@ async def test_one_process_serves_the_tests_until_one_exits(pool, lang):
         assert len(set(pids)) == processes, pids
         if processes == 2:
             assert len(set(pids[:3])) == 1 and len(set(pids[3:])) == 1, pids
+
+
+def test_end_lines_are_found_across_reads_and_cut_from_stderr():
+    """The supervisor's reading of the harness's lines (HarnessMeter): split anywhere between
+    two reads, beside the program's own bytes; a line with another secret is the program's."""
+    stream = b"debug\x1e\x1evr:feedfacefeedface\n" + b"\x1evr:0000000000000000\n" + b"tail\x1evr:feedfacefeedface!\n"
+    for cut in range(len(stream) + 1):
+        m = harness.HarnessMeter(1 << 20, 1 << 20)
+        m.head = harness.MARK + b"feedfacefeedface"
+        m.charge("stderr", stream[:cut], None)
+        m.charge("stderr", stream[cut:], None)
+        m.flush_pending()
+        assert m.ends == ["end", "apart"], cut
+        assert bytes(m.kept["stderr"]) == b"debug\x1e\x1evr:0000000000000000\ntail", cut

@@ -42,6 +42,7 @@ import time
 
 from .. import limits
 from ..children import WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
+from ..compare import StdoutMatcher
 from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
 from ..script import ScriptEnd, encode_stdin
 from . import Language
@@ -67,9 +68,9 @@ class HarnessMeter(OutputMeter):
 
     def __init__(self, limit: int, keep: int) -> None:
         super().__init__(limit, keep)
-        self.head = MARK + os.urandom(8).hex().encode() + b"\n"  # the current test's end line
+        self.head = MARK + os.urandom(8).hex().encode()  # the current test's lines begin so
         self.pending = bytearray()  # stderr held back: it may be the start of an end line
-        self.ends: list[bytes] = []  # the end lines seen
+        self.ends: list[str] = []  # the lines seen: "end" (a clean exit 0) or "apart" (run it as a process)
         self.stdout_bytes = 0
 
     def charge(self, stream: str, data: bytes, index: int | None) -> None:
@@ -88,12 +89,14 @@ class HarnessMeter(OutputMeter):
                 break
             out += buf[:at]
             buf = buf[at:]
-            if len(buf) < len(self.head) and self.head.startswith(bytes(buf)):
+            line = self.head + b"\n"
+            apart = self.head + b"!\n"
+            if buf.startswith(line) or buf.startswith(apart):
+                self.ends.append("end" if buf.startswith(line) else "apart")
+                buf = buf[len(line) if buf.startswith(line) else len(apart):]
+            elif len(buf) < len(apart) and (line.startswith(bytes(buf)) or apart.startswith(bytes(buf))):
                 break  # maybe ours: wait for the rest
-            if buf.startswith(self.head):
-                self.ends.append(bytes(self.head))
-                buf = buf[len(self.head):]
-            else:  # not the line that ends this test: the program's bytes
+            else:  # not a line that ends this test: the program's bytes
                 out += buf[:1]
                 buf = buf[1:]
         self.pending = bytearray(buf)
@@ -179,22 +182,21 @@ class SharedProcess:
         clock = TestClock(self.plim.timeout_s, self.plim.wall_factor, t0, tree_cpu_s(c.pid, None))
         data = encode_stdin(stdin)
         secret = os.urandom(8).hex()
-        meter.head = MARK + secret.encode() + b"\n"
+        meter.head = MARK + secret.encode()
         pending = f"{secret} {len(data)}\n".encode() + data
         over = self._serve(c, clock, uid, t0, pending, n_ends)
         out.time_s = round(time.monotonic() - t0, 6)
         ended = len(meter.ends) > n_ends
         note = ch.exits.get(c.pid)
+        if ended and meter.ends[n_ends] == "apart":  # it needs what sharing cannot give it
+            return self._apart(before)
         if meter.over_limit:
             out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
         elif ended:
             out.exit = 0
         elif over or note is None or c.open_pipes > 0:
             if over in ("wall", "hard") and _idle(clock):  # blocked: maybe on what sharing does not give it
-                self.stop()
-                self.off = True
-                self._trim(before)
-                return None
+                return self._apart(before)
             out.status, out.message = "timeout", clock.message(over or "wall")
         elif note.get("signal"):
             out.status, out.message = exit_reason(note)
@@ -258,9 +260,15 @@ class SharedProcess:
             if meter.stdout_bytes == seen:
                 return
 
-    def _trim(self, before: dict[str, int]) -> None:
+    def _apart(self, before: dict[str, int]) -> None:
+        """This test and the rest of the job: a process per test (what it printed here is dropped)."""
+        self.stop()
+        self.off = True
         for k, v in self.meter.kept.items():
             del v[before[k]:]
+        matcher = getattr(self.meter.sink, "__self__", None)
+        if isinstance(matcher, StdoutMatcher):
+            matcher.restart()
 
     def stop(self) -> None:
         c, self.c = self.c, None

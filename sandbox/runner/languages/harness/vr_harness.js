@@ -2,13 +2,19 @@
 // program as a CommonJS main module in a fresh vm context (its globals and builtins' prototypes
 // start over), with process.stdin/stdout/stderr, console and require('fs')'s reads of fd 0 of
 // its own. A test ends where a fresh node would exit: when the event loop has nothing left
-// ('beforeExit'); then one line on stderr says "ended as a clean exit 0" and the next test runs.
-// Anything else a fresh node would end with (an uncaught exception, process.exit, an exit code
-// set, a listener on process) ends this node that way, and the next test gets a fresh one.
+// ('beforeExit'); then one line on stderr with the test's secret (sent with its input) says
+// "ended as a clean exit 0" and the next test runs. Anything else a fresh node would end with
+// (an uncaught exception, process.exit, an exit code set, a listener on process) ends this node
+// that way, and the next test gets a fresh one.
 //
-// The vm is not a boundary: the program can reach this file's objects (assume it can), and so
-// the test's secret the line carries (sent with its input). The sandbox isolates, the
-// supervisor judges; the line, if forged, means no more than process.exit(0) at that point.
+// The vm is not a boundary, so this file keeps the program away from what would let it reach
+// the secret (run with --disallow-code-generation-from-strings: `this.constructor.constructor`
+// compiles nothing here; the program's process is a plain object, not ours; the builtins that
+// reach this realm's internals or memory (vm, module, inspector, v8, processes, workers) and
+// fs on /proc or /dev/fd ask the supervisor for a process per test instead; every function
+// this file calls was taken before any program ran). Even so, assume a program can escape:
+// the sandbox isolates, the supervisor judges, and a forged line means no more than
+// process.exit(0) at that point would.
 'use strict';
 const fs = require('fs');
 const vm = require('vm');
@@ -16,54 +22,90 @@ const path = require('path');
 const { PassThrough, Writable } = require('stream');
 const { Console } = require('console');
 const Module = require('module');
+
 const hostRequire = require;
+const { apply } = Reflect;
+const { defineProperty, create } = Object;
+const hasOwn = Object.prototype.hasOwnProperty;
+const charCodeAt = String.prototype.charCodeAt;
+const { readSync, writeSync, readFileSync, readFile } = fs;
+const bufferAlloc = Buffer.alloc;
+const bufferFrom = Buffer.from;
+const fromCharCode = String.fromCharCode;
+const split = String.prototype.split;
+const startsWith = String.prototype.startsWith;
+const toNumber = Number;
+const exit = process.exit.bind(process);
+const immediate = setImmediate;
+const builtins = new Set(Module.builtinModules);
+const resolvePath = path.resolve;
+const realpath = fs.realpathSync;
 
 const [mainPath] = process.argv.slice(2);
-const filename = path.resolve(mainPath);
-let source = fs.readFileSync(filename, 'utf8');
+const filename = resolvePath(mainPath);
+let source = readFileSync(filename, 'utf8');
 if (source.startsWith('#!')) source = '//' + source.slice(2);  // node ignores a shebang line
 const script = new vm.Script(Module.wrap(source), { filename });
 const STDIN_PATHS = new Set([0, '0', '/dev/stdin', '/proc/self/fd/0', '/dev/fd/0']);
+// builtins that reach this realm, its memory or other processes: a process per test instead
+const APART = new Set(['vm', 'module', 'inspector', 'v8', 'repl', 'worker_threads', 'child_process', 'cluster',
+  'trace_events', 'wasi', 'async_hooks', 'diagnostics_channel', 'inspector/promises']);
 const GLOBALS = ['Buffer', 'setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval',
   'clearImmediate', 'queueMicrotask', 'URL', 'URLSearchParams', 'TextEncoder', 'TextDecoder', 'structuredClone',
   'atob', 'btoa', 'AbortController', 'AbortSignal', 'Event', 'EventTarget', 'performance', 'fetch',
   'BroadcastChannel', 'MessageChannel', 'MessagePort', 'Blob'];
+const PROCESS_VALUES = ['pid', 'ppid', 'platform', 'arch', 'version', 'versions', 'release', 'execPath', 'argv0',
+  'title', 'config', 'features', 'execArgv'];
+const PROCESS_CALLS = ['hrtime', 'memoryUsage', 'cpuUsage', 'resourceUsage', 'uptime', 'nextTick', 'cwd', 'umask',
+  'emitWarning', 'getuid', 'getgid', 'geteuid', 'getegid', 'kill'];
 let state = null;
 
 function readLine() {  // the next test's header from fd 0 ("<secret> <bytes>\n"), blocking
-  const b = Buffer.alloc(1);
+  const b = bufferAlloc(1);
   let s = '';
   for (;;) {
     let n;
-    try { n = fs.readSync(0, b, 0, 1, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }
+    try { n = readSync(0, b, 0, 1, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }
     if (n === 0) return null;
     if (b[0] === 10) return s;
-    s += String.fromCharCode(b[0]);
+    s += fromCharCode(b[0]);
   }
 }
 
 function readFully(n) {
-  const buf = Buffer.alloc(n);
+  const buf = bufferAlloc(n);
   for (let off = 0; off < n;) {
     let k;
-    try { k = fs.readSync(0, buf, off, n - off, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }
+    try { k = readSync(0, buf, off, n - off, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }
     if (k === 0) throw new Error('stdin ended inside a test\'s input');
     off += k;
   }
   return buf;
 }
 
-function writeAll(fd, data) {
-  const buf = typeof data === 'string' ? Buffer.from(data) : data;
-  for (let off = 0; off < buf.length;) {
-    try { off += fs.writeSync(fd, buf, off, buf.length - off); } catch (e) { if (e.code !== 'EAGAIN') throw e; }
+function writeAll(fd, buf) {
+  const n = buf.byteLength;
+  for (let off = 0; off < n;) {
+    try { off += writeSync(fd, buf, off, n - off); } catch (e) { if (e.code !== 'EAGAIN') throw e; }
   }
+}
+
+function line(secret, tail) {  // the supervisor's line, byte by byte (no method a program could replace)
+  const s = '\x1evr:' + secret + tail;
+  const b = bufferAlloc(s.length);
+  for (let i = 0; i < s.length; i++) b[i] = apply(charCodeAt, s, [i]);
+  return b;
+}
+
+function apart(run) {  // this program needs what sharing cannot give it: rerun as a process of its own
+  writeAll(2, line(run.secret, '!\n'));
+  exit(0);
 }
 
 function output(fd) {  // a pipe's process.stdout is synchronous on Linux: so is this one
   const w = new Writable({
     write(chunk, encoding, cb) {
-      try { writeAll(fd, typeof chunk === 'string' ? Buffer.from(chunk, encoding) : chunk); } catch (e) { cb(e); return; }
+      try { writeAll(fd, typeof chunk === 'string' ? bufferFrom(chunk, encoding) : chunk); } catch (e) { cb(e); return; }
       cb();
     },
   });
@@ -74,93 +116,125 @@ function output(fd) {  // a pipe's process.stdout is synchronous on Linux: so is
   return w;
 }
 
-function stdinFs(input) {  // fs, but fd 0 and /dev/stdin are this test's input
-  const f = Object.create(fs);
+function isSpecial(p) {  // a path into /proc or /dev/fd (the process's memory, the harness's pipes)
+  let s;
+  if (typeof p === 'string') s = p;
+  else if (p instanceof URL) s = p.protocol === 'file:' ? p.pathname : '';
+  else if (Buffer.isBuffer(p)) s = p.toString();
+  else return false;
+  s = resolvePath(s);
+  try { s = realpath(s); } catch { /* not there (yet): its name is what counts */ }
+  return apply(startsWith, s, ['/proc']) || apply(startsWith, s, ['/dev/fd']) || apply(startsWith, s, ['/dev/std']);
+}
+
+function stdinFs(run, input) {  // fs, but fd 0 and /dev/stdin are this test's input, /proc is not for sharing
   let pos = 0;
-  f.readFileSync = function (p, opts) {
-    if (!STDIN_PATHS.has(p)) return fs.readFileSync(p, opts);
-    const enc = typeof opts === 'string' ? opts : opts && opts.encoding;
-    const rest = input.subarray(pos);
-    pos = input.length;
-    return enc ? rest.toString(enc) : Buffer.from(rest);
+  const own = {
+    readFileSync(p, opts) {
+      if (!STDIN_PATHS.has(p)) return apply(readFileSync, fs, arguments);
+      const enc = typeof opts === 'string' ? opts : opts && opts.encoding;
+      const rest = input.subarray(pos);
+      pos = input.length;
+      return enc ? rest.toString(enc) : bufferFrom(rest);
+    },
+    readFile(p, opts, cb) {
+      if (!STDIN_PATHS.has(p)) return apply(readFile, fs, arguments);
+      if (typeof opts === 'function') [opts, cb] = [undefined, opts];
+      const data = own.readFileSync(p, opts);
+      process.nextTick(cb, null, data);
+    },
+    readSync(fd, buffer, offset, length, position) {
+      if (fd !== 0) return apply(readSync, fs, arguments);
+      if (offset !== null && typeof offset === 'object') ({ offset = 0, length = buffer.byteLength - offset } = offset);
+      offset = offset || 0;
+      if (length === undefined) length = buffer.byteLength - offset;
+      const n = Math.max(0, Math.min(length, input.length - pos));
+      input.copy(buffer, offset, pos, pos + n);
+      pos += n;
+      return n;
+    },
   };
-  f.readFile = function (p, opts, cb) {
-    if (!STDIN_PATHS.has(p)) return fs.readFile.apply(fs, arguments);
-    if (typeof opts === 'function') [opts, cb] = [undefined, opts];
-    const data = f.readFileSync(p, opts);
-    process.nextTick(cb, null, data);
+  const guard = (target) => new Proxy(target, {
+    get(o, k) {
+      if (o === fs && apply(hasOwn, own, [k])) return own[k];
+      const v = o[k];
+      if (k === 'promises' && v && typeof v === 'object') return guard(v);
+      if (typeof v !== 'function') return v;
+      return function (...args) {
+        if (args.length && !STDIN_PATHS.has(args[0]) && isSpecial(args[0])) apart(run);
+        if (typeof args[1] === 'string' && isSpecial(args[1])) apart(run);  // symlink, rename, copy targets
+        return apply(v, o, args);
+      };
+    },
+  });
+  return guard(fs);
+}
+
+function makeProcess(run, stdin, stdout, stderr) {
+  const proc = { stdin, stdout, stderr, argv: [process.argv[0], filename], env: { ...process.env }, exitCode: undefined };
+  for (const k of PROCESS_VALUES) proc[k] = process[k];
+  for (const k of PROCESS_CALLS) if (typeof process[k] === 'function') proc[k] = process[k].bind(process);
+  if (process.hrtime.bigint) proc.hrtime.bigint = process.hrtime.bigint.bind(process);
+  const passOn = (name) => function (event, fn) {  // a listener on process would outlive the test
+    run.dirty = true;
+    process[name](event, fn);
+    return proc;
   };
-  f.readSync = function (fd, buffer, offset, length, position) {
-    if (fd !== 0) return fs.readSync.apply(fs, arguments);
-    if (offset !== null && typeof offset === 'object') ({ offset = 0, length = buffer.byteLength - offset } = offset);
-    offset = offset || 0;
-    if (length === undefined) length = buffer.byteLength - offset;
-    const n = Math.max(0, Math.min(length, input.length - pos));
-    input.copy(buffer, offset, pos, pos + n);
-    pos += n;
-    return n;
-  };
-  return f;
+  for (const name of ['on', 'once', 'addListener', 'prependListener', 'prependOnceListener']) proc[name] = passOn(name);
+  proc.off = proc.removeListener = (event, fn) => { process.removeListener(event, fn); return proc; };
+  proc.listenerCount = (event) => process.listenerCount(event);
+  proc.openStdin = () => stdin;
+  proc.exit = (code) => exit(code === undefined ? proc.exitCode : code);
+  proc.binding = () => apart(run);
+  return proc;
 }
 
 function runTest() {
   const header = readLine();
-  if (header === null) process.exit(0);
-  const [secret, size] = header.split(' ');
-  const input = readFully(Number(size));
+  if (header === null) exit(0);
+  const [secret, size] = apply(split, header, [' ']);
+  const input = readFully(toNumber(size));
+  const run = { secret, dirty: false, proc: null };  // in closures only: never the program's to see
   const stdin = new PassThrough();
   stdin.fd = 0;
   stdin.end(input);
   const stdout = output(1);
   const stderr = output(2);
-  const t = { secret, dirty: false, proc: null };
-  const proc = Object.create(process);
-  const passOn = (name) => function (event, fn) {  // a listener on process would outlive the test
-    t.dirty = true;
-    process[name](event, fn);
-    return proc;
-  };
-  for (const name of ['on', 'once', 'addListener', 'prependListener', 'prependOnceListener']) proc[name] = passOn(name);
-  const own = {
-    stdin, stdout, stderr, argv: [process.argv[0], filename], argv0: process.argv0, exitCode: undefined,
-    openStdin: () => stdin,
-    exit: (code) => process.exit(code === undefined ? proc.exitCode : code),
-  };
-  for (const [k, v] of Object.entries(own)) Object.defineProperty(proc, k, { value: v, writable: true, configurable: true, enumerable: true });
-  t.proc = proc;
-  const fsFor = stdinFs(input);
-  const module = { id: '.', filename, path: path.dirname(filename), loaded: false, children: [], paths: [],
-    exports: {} };
+  run.proc = makeProcess(run, stdin, stdout, stderr);
+  const fsFor = stdinFs(run, input);
+  const sandbox = { process: run.proc, console: new Console({ stdout, stderr }) };
+  for (const name of GLOBALS) {  // looked up when used: some load their module on first use (fetch)
+    if (name in globalThis) defineProperty(sandbox, name, { get: () => globalThis[name], configurable: true });
+  }
+  const ctx = vm.createContext(sandbox, { codeGeneration: { strings: true, wasm: true } });
+  const module = vm.runInContext('globalThis.global = globalThis; ({ id: ".", loaded: false, children: [], paths: [], exports: {} })', ctx);
+  module.filename = filename;
+  module.path = path.dirname(filename);
   const req = function require(id) {
     const bare = typeof id === 'string' ? id.replace(/^node:/, '') : id;
     if (bare === 'fs') return fsFor;
-    if (bare === 'process') return proc;
-    if (Module.builtinModules.includes(bare)) return hostRequire(bare);
+    if (bare === 'process') return run.proc;
+    if (APART.has(bare)) apart(run);
+    if (builtins.has(bare)) return hostRequire(bare);
     const e = new Error(`Cannot find module '${id}'\nRequire stack:\n- ${filename}`);
     e.code = 'MODULE_NOT_FOUND';
     throw e;
   };
   req.main = module;
-  req.cache = Object.create(null);
-  req.resolve = (id) => { if (Module.builtinModules.includes(String(id).replace(/^node:/, ''))) return id; return req(id); };
+  req.cache = create(null);
+  req.resolve = (id) => { if (builtins.has(String(id).replace(/^node:/, ''))) return id; return req(id); };
   module.require = req;
-  const sandbox = { process: proc, console: new Console({ stdout, stderr }) };
-  for (const name of GLOBALS) {  // looked up when used: some load their module on first use (fetch)
-    if (name in globalThis) Object.defineProperty(sandbox, name, { get: () => globalThis[name], configurable: true });
-  }
-  const ctx = vm.createContext(sandbox);
-  vm.runInContext('globalThis.global = globalThis', ctx);
-  state = t;
-  script.runInContext(ctx)(module.exports, req, module, filename, path.dirname(filename));
+  state = run;
+  apply(script.runInContext(ctx), module.exports, [module.exports, req, module, filename, path.dirname(filename)]);
   module.loaded = true;
 }
 
 process.on('beforeExit', () => {  // the loop is empty: where a fresh node would exit
-  const t = state;
-  const code = t.proc.exitCode;
-  if (t.dirty || (code !== undefined && code !== null && code !== 0)) process.exit(code || 0);
+  const run = state;
+  const code = run.proc.exitCode;
+  if (run.dirty || (code !== undefined && code !== null && code !== 0)) exit(code || 0);
   state = null;
-  writeAll(2, '\x1evr:' + t.secret + '\n');
-  setImmediate(runTest);
+  writeAll(2, line(run.secret, '\n'));
+  immediate(runTest);
 });
 runTest();
