@@ -32,7 +32,6 @@ const { readSync, writeSync, readFileSync, readFile } = fs;
 const bufferAlloc = Buffer.alloc;
 const bufferFrom = Buffer.from;
 const fromCharCode = String.fromCharCode;
-const split = String.prototype.split;
 const startsWith = String.prototype.startsWith;
 const toNumber = Number;
 const exit = process.exit.bind(process);
@@ -60,15 +59,19 @@ const PROCESS_CALLS = ['hrtime', 'memoryUsage', 'cpuUsage', 'resourceUsage', 'up
   'emitWarning', 'getuid', 'getgid', 'geteuid', 'getegid', 'kill'];
 let state = null;
 
-function readLine() {  // the next test's header from fd 0 ("<secret> <bytes>\n"), blocking
+function readHeader() {  // the next test's "<secret> <bytes>\n" from fd 0, byte by byte, blocking
   const b = bufferAlloc(1);
-  let s = '';
+  let secret = '';
+  let size = -1;
   for (;;) {
     let n;
     try { n = readSync(0, b, 0, 1, null); } catch (e) { if (e.code === 'EAGAIN') continue; throw e; }
     if (n === 0) return null;
-    if (b[0] === 10) return s;
-    s += fromCharCode(b[0]);
+    const c = b[0];
+    if (c === 10) return { secret, size };
+    if (c === 32) size = 0;
+    else if (size >= 0) size = size * 10 + (c - 48);
+    else secret += fromCharCode(c);
   }
 }
 
@@ -83,22 +86,21 @@ function readFully(n) {
   return buf;
 }
 
-function writeAll(fd, buf) {
-  const n = buf.byteLength;
+function writeAll(fd, buf, n = buf.byteLength) {
   for (let off = 0; off < n;) {
     try { off += writeSync(fd, buf, off, n - off); } catch (e) { if (e.code !== 'EAGAIN') throw e; }
   }
 }
 
-function line(secret, tail) {  // the supervisor's line, byte by byte (no method a program could replace)
+function sendLine(secret, tail) {  // the supervisor's line, byte by byte (no method a program could replace)
   const s = '\x1evr:' + secret + tail;
   const b = bufferAlloc(s.length);
   for (let i = 0; i < s.length; i++) b[i] = apply(charCodeAt, s, [i]);
-  return b;
+  writeAll(2, b, s.length);
 }
 
 function apart(run) {  // this program needs what sharing cannot give it: rerun as a process of its own
-  writeAll(2, line(run.secret, '!\n'));
+  sendLine(run.secret, '!\n');
   exit(0);
 }
 
@@ -190,11 +192,10 @@ function makeProcess(run, stdin, stdout, stderr) {
 }
 
 function runTest() {
-  const header = readLine();
+  const header = readHeader();  // no method a program could replace sees the secret (no split, no iterator)
   if (header === null) exit(0);
-  const [secret, size] = apply(split, header, [' ']);
-  const input = readFully(toNumber(size));
-  const run = { secret, dirty: false, proc: null };  // in closures only: never the program's to see
+  const input = readFully(header.size);
+  const run = { secret: header.secret, dirty: false, proc: null };  // in closures only: never the program's
   const stdin = new PassThrough();
   stdin.fd = 0;
   stdin.end(input);
@@ -234,7 +235,7 @@ process.on('beforeExit', () => {  // the loop is empty: where a fresh node would
   const code = run.proc.exitCode;
   if (run.dirty || (code !== undefined && code !== null && code !== 0)) exit(code || 0);
   state = null;
-  writeAll(2, line(run.secret, '\n'));
+  sendLine(run.secret, '\n');
   immediate(runTest);
 });
 runTest();
