@@ -35,7 +35,8 @@ from sandbox import runtimes
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
 from sandbox.runner import uidlease
-from sandbox.runner.languages import pch
+from sandbox.runner.languages import pch, typescript
+from sandbox.runner.languages.table import TYPESCRIPT_IN_TREE
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -147,7 +148,7 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
 
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
-                  toolchains: bool = False, pch_dir: str | None = None, shm_mb: int = 64,
+                  toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
                   runtime: str = "python") -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
@@ -185,6 +186,8 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
         if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
             binds.append((pch_dir, f"{CODE_ROOT}/pch"))
+        if ts_dir:  # TypeScript's compiler (npm), where table.TYPESCRIPT_HOME is in the runner's tree
+            binds.append((ts_dir, f"{CODE_ROOT}/{TYPESCRIPT_IN_TREE}"))
     link_paths = {p for p, _ in links}
     made: set[str] = set()
     for path, _target in links:  # parents of the links first, then the links (shallow first)
@@ -324,6 +327,7 @@ class BwrapHost(Host):
         # made once per machine and toolchain (~7 s, then found)
         self.toolchains = languages
         self.pch_dir = pch.host_dir() if languages else None
+        self.ts_dir = typescript.host_dir() if languages else None
         self.handles: dict[str, RunnerHandle] = {}
         remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
         uidlease.sweep()
@@ -339,7 +343,8 @@ class BwrapHost(Host):
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                             scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
-                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime)
+                            toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
+                            runtime=self.runtime)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
