@@ -162,14 +162,16 @@ def secret_file():
 
 
 @pytest.mark.parametrize("target", ["{secret}", "/etc/passwd", "/proc/1/environ"])
-def test_compiler_follows_no_reference_or_import_to_host_files(url, secret_file, target):
+def test_compiler_follows_no_reference_or_import_to_host_files(url, secret_file, target, request):
     path = target.format(secret=secret_file)
     prog = (f'/// <reference path="{path}"/>\n/// <reference types="{path}"/>\n'
             f'import * as leak from "{path}";\nimport other = require("{path}");\n'
             "console.log(JSON.stringify([leak, other]));\n")
     out = run_code(url, prog)
     text = repr(out)
-    assert SECRET not in text and "root:" not in text, text[:2000]
+    assert SECRET not in text and "root:" not in repr(out["compile_result"]), text[:2000]
+    if request.node.callspec.params["url"] == "bwrap":  # a container's own /etc/passwd is the image's
+        assert "root:" not in text, text[:2000]
     # the compile step reads nothing it references: it builds; the run finds no such module
     assert out["compile_result"]["return_code"] == 0, out
     assert out["status"] == "Failed" and out["run_result"]["return_code"] != 0, out
