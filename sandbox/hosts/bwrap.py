@@ -463,6 +463,11 @@ class BwrapHost(Host):
         shutil.rmtree(handle.extra.get("dir", ""), ignore_errors=True)
         with contextlib.suppress(OSError):
             os.rmdir(handle.extra.get("scratch", ""))
+        if handle.extra.get("dir"):  # the /usr view's mount point and spec (languages=True)
+            with contextlib.suppress(OSError):
+                os.rmdir(handle.extra["dir"] + "-usr")
+            with contextlib.suppress(OSError):
+                os.unlink(handle.extra["dir"] + "-usr.spec")
 
     async def close(self) -> None:
         for ident in list(self.procs):
