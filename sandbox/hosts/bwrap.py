@@ -271,7 +271,8 @@ def _stage_usr(stage: str, binds: list[tuple[str, str]], links: tuple[tuple[str,
             kept.append((src, dst))
             if os.path.isdir(src):
                 whole.add(dst)
-    usr_links = [(p, t) for p, t in links if p.startswith("/usr/") and not inside(p)]
+    bound = {dst for _src, dst in kept}  # a file bound at a link's name (a runtime's library) wins
+    usr_links = [(p, t) for p, t in dict(links).items() if p.startswith("/usr/") and not inside(p) and p not in bound]
     with open(stage + ".spec", "w", encoding="utf-8") as f:
         for src, dst in kept:
             f.write(f"b\t{src}\t{dst}\n")

@@ -94,3 +94,23 @@ async def test_every_language_builds_and_runs_in_the_view(pool):
     for lang in [lang for lang in progs if lang in pool.languages()]:
         r = await pool.run(job(lang, progs[lang], "ok\n"))
         assert [t.status for t in r.tests] == ["passed"], (lang, r.load_message, r.compile)
+
+
+def test_the_staged_view_has_one_entry_per_path(tmp_path):
+    """A runtime's library bound at a name the toolchains have as a link (libstdc++.so.6): the
+    bind wins, once; a file inside a directory bound whole is not bound again; the rest of the
+    binds stay bwrap's, after the stage at /usr."""
+    lib = tmp_path / "libx.so.6.0"
+    lib.write_text("")
+    binds = [(str(lib), "/usr/lib/x86_64-linux-gnu/libx.so.6"), ("/usr/lib/gcc", "/usr/lib/gcc"),
+             ("/usr/lib/gcc/x", "/usr/lib/gcc/x"), ("/opt/a", "/opt/a")]
+    links = (("/usr/lib/x86_64-linux-gnu/libx.so.6", "libx.so.6.0"), ("/usr/bin/cc", "/etc/alternatives/cc"),
+             ("/lib64", "usr/lib64"))
+    stage = str(tmp_path / "usr")
+    rest, rest_links = bwrap._stage_usr(stage, binds, links)
+    assert rest == [(stage, "/usr"), ("/opt/a", "/opt/a")]
+    assert rest_links == (("/lib64", "usr/lib64"),)
+    spec = [line.rstrip("\n").split("\t") for line in open(stage + ".spec")]
+    assert sorted(spec) == sorted([["b", "/usr/lib/gcc", "/usr/lib/gcc"],
+                                   ["b", str(lib), "/usr/lib/x86_64-linux-gnu/libx.so.6"],
+                                   ["l", "/usr/bin/cc", "/etc/alternatives/cc"]]), spec
