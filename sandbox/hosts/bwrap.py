@@ -5,8 +5,9 @@ needs to drop each job to a uid of its own (distinct uids are what stop one job 
 signalling another, and make RLIMIT_NPROC a per-job limit). Every other namespace is new,
 the root file system holds only what the interpreter needs, read-only (its binary, its
 standard library without site-packages, and the shared libraries it and its extension
-modules link, found at start-up with ldd), /tmp is a small tmpfs, and the runner dies with
-its parent. Per runner, the host also
+modules link, found at start-up with ldd; with languages=True also the files of the
+toolchains' Debian packages, `sandbox.runner.languages.packages`, not all of /usr), /tmp is a
+small tmpfs, and the runner dies with its parent. Per runner, the host also
 - leases a block of uids unique on the machine (`sandbox.runner.uidlease`), the runner's
   --uid-base;
 - gives each slot a scratch tmpfs of its own with byte and inode quotas, mounted in a

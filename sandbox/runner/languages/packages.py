@@ -36,7 +36,17 @@ class View:
     binds: tuple[str, ...]
     links: tuple[tuple[str, str], ...]
     packages: tuple[str, ...]
-    files: int  # regular files visible under /usr through the binds
+
+    def visible_files(self) -> int:
+        """Regular files visible under /usr through the binds (a directory's whole tree counts)."""
+        n = 0
+        for b in self.binds:
+            if not os.path.isdir(b):
+                n += 1
+                continue
+            for r, _ds, fs in os.walk(b):
+                n += sum(1 for f in fs if os.path.isfile(os.path.join(r, f)) and not os.path.islink(os.path.join(r, f)))
+        return n
 
 
 def _installed() -> dict[str, list[list[str]]]:
@@ -228,16 +238,4 @@ def _cover(files: set[str], links: dict[str, str], pkgs: list[str]) -> View:
                 walk(e.path)
 
     walk(ROOT)
-    return View(binds=tuple(binds), links=tuple(made_links), packages=tuple(pkgs), files=_count_files(binds))
-
-
-def _count_files(binds: list[str]) -> int:
-    """Regular files visible through `binds` (a directory's whole tree counts)."""
-    n = 0
-    for b in binds:
-        if os.path.isdir(b):
-            n += sum(len([f for f in fs if os.path.isfile(os.path.join(r, f)) and not os.path.islink(os.path.join(r, f))])
-                     for r, _ds, fs in os.walk(b))
-        else:
-            n += 1
-    return n
+    return View(binds=tuple(binds), links=tuple(made_links), packages=tuple(pkgs))
