@@ -251,7 +251,7 @@ class CompiledRun(StdioRun):
         lang, b = self.lang, self.built
         if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program):
             return None
-        h = build(self.ch, lang, harness.source(lang), self.scratch, self.msg)
+        h = build(self.ch, harness.built_as(lang), harness.source(lang), self.scratch, self.msg)
         if not h.ok:
             return None
         mem = str(int(self.lim["memory_mb"]))

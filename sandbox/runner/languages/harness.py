@@ -58,6 +58,13 @@ def source(lang: Language) -> str:
         return f.read()
 
 
+def built_as(lang: Language) -> Language:
+    """The language the harness itself is built as (TypeScript's is JavaScript's harness)."""
+    from . import get  # noqa: PLC0415 - the table imports this package
+
+    return get({".java": "java", ".js": "javascript"}[os.path.splitext(lang.harness)[1]]) or lang
+
+
 def shareable(lang: Language, program: str) -> bool:
     """Whether `program` may be served by the shared process (else a process per test)."""
     return bool(lang.shared) and not (lang.shared_unsafe and re.search(lang.shared_unsafe, program))
