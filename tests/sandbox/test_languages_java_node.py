@@ -182,6 +182,10 @@ PID = {
 }
 
 
+PID["typescript"] = PID["javascript"]  # TypeScript runs as JavaScript: node's harness serves it too
+PER_TEST["typescript"] = PER_TEST["javascript"]
+
+
 @pytest.mark.parametrize("lang", list(PID))
 async def test_one_process_serves_the_tests_until_one_exits(pool, lang):
     """Tests 1-3 in one process (3 exits it), 4-6 in a fresh one; each test sees fresh statics.
