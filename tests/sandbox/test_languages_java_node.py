@@ -86,6 +86,11 @@ JAVA: dict[str, tuple[str, list[dict], list[str]]] = {
         J + "public class Main { public static void main(String[] a) { int x = new Scanner(System.in).nextInt();\n"
         "  System.err.println(\"debug \" + x); System.out.print(x == 2 ? \"wrong\" : \"v\" + x); System.err.print(\"\\u001evr:x\"); } }\n",
         [case(f"{x}\n", f"v{x}") for x in (1, 2, 3)], ["passed", "failed", "passed"]),
+    "output limit in one test": (
+        J + "public class Main { public static void main(String[] a) { int x = new Scanner(System.in).nextInt();\n"
+        "  StringBuilder b = new StringBuilder(); for (int i = 0; i < (x == 2 ? 3000 : 1); i++) b.append(\"xx\");\n"
+        "  System.out.println(b); } }\n",
+        [case(f"{x}\n", "xx\n") for x in (1, 2, 3)], ["passed", "output_limit", "passed"]),
     "time limit in one test": (
         J + "public class Main { public static void main(String[] a) { int x = new Scanner(System.in).nextInt(); long k = 0;\n"
         "  while (x == 2) k++; System.out.println(x); } }\n",
@@ -139,6 +144,9 @@ NODE: dict[str, tuple[str, list[dict], list[str]]] = {
         "const x = Number(require('fs').readFileSync(0, 'utf8')); const cp = require(['child', 'process'].join('_'));\n"
         "console.log(typeof cp.spawnSync, eval('x * 3'), new Function('a', 'return a + 1')(x));\n",
         [case(f"{x}\n", f"function {3 * x} {x + 1}\n") for x in (1, 2, 3)], ["passed"] * 3),
+    "output limit in one test": (
+        "const x = Number(require('fs').readFileSync(0, 'utf8')); console.log('xx'.repeat(x === 2 ? 3000 : 1));\n",
+        [case(f"{x}\n", "xx\n") for x in (1, 2, 3)], ["passed", "output_limit", "passed"]),
     "time limit in one test": (
         "const x = Number(require('fs').readFileSync(0, 'utf8')); let k = 0; while (x === 2) k++; console.log(x);\n",
         [case(f"{x}\n", f"{x}\n") for x in (1, 2, 3)], ["passed", "timeout", "passed"]),
@@ -148,9 +156,9 @@ PROGRAMS = {"java": JAVA, "javascript": NODE}
 PARAMS = [pytest.param(lang, name, id=f"{lang}-{name}") for lang, progs in PROGRAMS.items() for name in progs]
 
 
-def run_job(lang: str, program: str, cases: list[dict], timeout_s: float = 2.0) -> Job:
+def run_job(lang: str, program: str, cases: list[dict], timeout_s: float = 2.0, output_bytes: int = 16 << 20) -> Job:
     return Job(program=program, language=lang, tests={"kind": "stdio", "cases": cases},
-               limits=Limits(timeout_s=timeout_s, memory_mb=512, stop_on_timeout=False))
+               limits=Limits(timeout_s=timeout_s, memory_mb=512, stop_on_timeout=False, output_bytes=output_bytes))
 
 
 def normal(t) -> str:
@@ -163,9 +171,9 @@ async def test_shared_process_judges_as_a_process_per_test(pool, lang, name):
     program, cases, expected = PROGRAMS[lang][name]
     lang_ = get(lang)
     assert harness.shareable(lang_, program) and not harness.shareable(lang_, PER_TEST[lang] + program)
-    timeout = 1.0 if "time limit" in name else 2.0
-    shared = await pool.run(run_job(lang, program, cases, timeout))
-    apart = await pool.run(run_job(lang, PER_TEST[lang] + program, cases, timeout))
+    lim = {"timeout_s": 1.0 if "time limit" in name else 2.0, "output_bytes": 4096 if "output limit" in name else 16 << 20}
+    shared = await pool.run(run_job(lang, program, cases, **lim))
+    apart = await pool.run(run_job(lang, PER_TEST[lang] + program, cases, **lim))
     for r in (shared, apart):
         assert [t.status for t in r.tests] == expected, (name, r.tests, r.stderr[-1500:])
     assert [normal(t) for t in shared.tests] == [normal(t) for t in apart.tests]

@@ -170,6 +170,7 @@ class SharedProcess:
         if self.off:
             return None
         out = ScriptEnd()
+        meter.start_unit()  # before a start: the last test's output limit is not this one's
         c = self.c
         if c is None or c.killed or c.pid in ch.exits or self.served >= MAX_TESTS:
             self.stop()
@@ -181,7 +182,6 @@ class SharedProcess:
         assert c is not None
         self.served += 1
         self.left -= 1
-        meter.start_unit()
         n_ends = len(meter.ends)
         before = {k: len(v) for k, v in meter.kept.items()}
         uid = ch.c_uid if limits.can_switch_uid() else None
