@@ -37,6 +37,9 @@ def big(n: int) -> str:
     return "".join(f"{i * 7}\n" for i in range(n))
 
 
+BIG_IN = " ".join(str(i % 1000) for i in range(400000)) + "\n"  # ~1.5 MB: more than a pipe holds
+
+
 J = "import java.util.*;\nimport java.io.*;\n"
 JAVA: dict[str, tuple[str, list[dict], list[str]]] = {
     "statics start over": (
@@ -86,6 +89,13 @@ JAVA: dict[str, tuple[str, list[dict], list[str]]] = {
         J + "public class Main { public static void main(String[] a) { int x = new Scanner(System.in).nextInt();\n"
         "  System.err.println(\"debug \" + x); System.out.print(x == 2 ? \"wrong\" : \"v\" + x); System.err.print(\"\\u001evr:x\"); } }\n",
         [case(f"{x}\n", f"v{x}") for x in (1, 2, 3)], ["passed", "failed", "passed"]),
+    "a memory limit in the second test, 1.5 MB of input": (
+        J + "public class Main { public static void main(String[] a) throws IOException {\n"
+        "  StreamTokenizer t = new StreamTokenizer(new BufferedInputStream(System.in)); long sum = 0; int n = 0;\n"
+        "  while (t.nextToken() != StreamTokenizer.TT_EOF) { sum += (long) t.nval; n++; }\n"
+        "  List<long[]> keep = new ArrayList<>(); while (n == 2) keep.add(new long[1 << 17]); System.out.println(n + \" \" + sum); } }\n",
+        [case(BIG_IN, f"400000 {sum(i % 1000 for i in range(400000))}\n"), case("4 5\n", "2 9\n"), case("7\n", "1 7\n")],
+        ["passed", "memory", "passed"]),
     "output limit in one test": (
         J + "public class Main { public static void main(String[] a) { int x = new Scanner(System.in).nextInt();\n"
         "  StringBuilder b = new StringBuilder(); for (int i = 0; i < (x == 2 ? 3000 : 1); i++) b.append(\"xx\");\n"
@@ -144,6 +154,12 @@ NODE: dict[str, tuple[str, list[dict], list[str]]] = {
         "const x = Number(require('fs').readFileSync(0, 'utf8')); const cp = require(['child', 'process'].join('_'));\n"
         "console.log(typeof cp.spawnSync, eval('x * 3'), new Function('a', 'return a + 1')(x));\n",
         [case(f"{x}\n", f"function {3 * x} {x + 1}\n") for x in (1, 2, 3)], ["passed"] * 3),
+    "a memory limit in the second test, 1.5 MB of input": (
+        "const v = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+        "const keep = []; while (v.length === 2) keep.push(new Array(1 << 20).fill(v[0]));\n"
+        "console.log(v.length + ' ' + v.reduce((a, b) => a + b, 0));\n",
+        [case(BIG_IN, f"400000 {sum(i % 1000 for i in range(400000))}\n"), case("4 5\n", "2 9\n"), case("7\n", "1 7\n")],
+        ["passed", "memory", "passed"]),
     "output limit in one test": (
         "const x = Number(require('fs').readFileSync(0, 'utf8')); console.log('xx'.repeat(x === 2 ? 3000 : 1));\n",
         [case(f"{x}\n", "xx\n") for x in (1, 2, 3)], ["passed", "output_limit", "passed"]),
@@ -222,3 +238,14 @@ def test_end_lines_are_found_across_reads_and_cut_from_stderr():
         m.flush_pending()
         assert m.ends == ["end", "apart"], cut
         assert bytes(m.kept["stderr"]) == b"debug\x1e\x1evr:0000000000000000\ntail", cut
+
+
+async def test_a_process_serves_at_most_max_tests(pool):
+    """A long job: a fresh process after harness.MAX_TESTS tests (bounds what one keeps)."""
+    n = harness.MAX_TESTS + 6
+    r = await pool.run(run_job("javascript", PID["javascript"].replace("x === 3", "x === -1"),
+                               [case(f"{x}\n", f"{x}\n") for x in range(1, n + 1)]))
+    assert r.passed == n, r.tests
+    pids = [ln.split()[1] for ln in r.stderr.splitlines() if ln.startswith("pid ")]
+    assert len(pids) == n and pids[0] != pids[-1], pids
+    assert len(set(pids[: harness.MAX_TESTS])) == 1 and len(set(pids[harness.MAX_TESTS:])) == 1, pids
