@@ -1,8 +1,8 @@
 """One JVM / node process serving a job's stdio tests, each with fresh per-test state.
 
-A fresh JVM costs ~70-100 ms of CPU and a fresh node ~45 ms; a test in a fresh class loader or
-`vm` context costs about 1 ms. So for a language with a harness (table.py: `shared`), the
-job's tests go, one at a time, to one process running our harness (harness/VrHarness.java,
+A fresh JVM costs ~70-100 ms of CPU here and a fresh node ~75 ms; a test in a fresh class
+loader or `vm` context ~1-3 ms. So for a language with a harness (table.py `shared`), the job's
+tests go, one at a time, to one process running our harness (harness/VrHarness.java,
 harness/vr_harness.js; built once per runner through the compile cache like any program):
 
 - the supervisor writes a test's input on the process's stdin as `<secret> <bytes>\\n<input>`
@@ -10,26 +10,29 @@ harness/vr_harness.js; built once per runner through the compile cache like any 
 - the harness runs the program with fresh state on that input; the program's stdout and
   stderr are the process's own, read and compared here exactly as for a process per test;
 - a test ends either with one line on stderr (`\\x1evr:<secret>\\n`, cut out of the stderr
-  kept), meaning "it ended as a clean exit 0 would", or with the process's end: the
-  kernel's exit status, and the harness ends the process exactly where a fresh one would
-  have ended otherwise (an uncaught exception, an exit call, a thread or a listener left);
-  the next test then gets a fresh process;
+  kept), meaning "it ended as a clean exit 0 would", or with the process's end: the kernel's
+  exit status, and the harness ends the process exactly where a fresh one would have ended
+  otherwise (an uncaught exception, an exit call, a thread or a listener left); the next test
+  then gets a fresh process;
 - the time limit is the process's CPU time since the test's input was sent (the kernel's
   clock, as for a process per test), the wall clock a backstop; a timeout kills the process.
 
-The candidate runs inside the harness's process. The Java harness keeps the secret in a local
-of its main loop only (no field, no argument; reflection does not read another frame's
-locals) and programs that name reflection, memory, files or native code run a process per
-test; node's vm is no boundary, so a node program can learn the secret. What a program that
-has it can forge is only "this test ended now, exit 0", which any program gets by exiting:
-its verdict still comes from what the supervisor read and compared, and a line with any other
-secret is the program's own stderr.
+The harness is not trusted: the candidate runs inside its process. The line only says "this
+test ended as exit 0 would", which any program gets by exiting; the verdict is what the
+supervisor read and compared, and a line with another secret is the program's own stderr.
+What a forged line could buy (ending its own test early) needs the test's secret, which the
+harnesses keep out of the program's reach: Java in a local of its loop only (reflection does
+not read another frame's locals; programs that name reflection, memory, files or native code
+run apart); node in closures, with its realm compiling no strings, a `process` of the
+program's own, and every function it calls taken before any program runs (node's vm is no
+boundary: docs/LANGUAGES.md says what an escape could still do).
 
-Where sharing is not faithful the job runs a process per test: a program that reaches what
-the harness cannot give it per test (table.py `shared_unsafe`: raw fd 0 or 1, child
-processes, shutdown hooks...), and, from a test that hit the wall-clock backstop having used
-almost no CPU (as a program blocked on input the harness does not give it would), the rest of
-the job, that test run again as a process (one that used CPU meanwhile is a timeout as usual).
+Where sharing is not faithful the job runs a process per test: a program that names what the
+harness cannot give it per test (table.py `shared_unsafe`: raw fd 0 or 1, child processes,
+shutdown hooks...); from a test where node's harness asked for it (`\\x1evr:<secret>!\\n`: a
+builtin or path of that kind reached by a computed name), or that hit the wall-clock backstop
+having used almost no CPU (as a program blocked on input the harness does not give it would),
+the rest of the job, that test run again as a process (one that used CPU is a timeout as usual).
 """
 
 from __future__ import annotations
