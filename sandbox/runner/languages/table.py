@@ -45,7 +45,9 @@ JAVA = Language(
     compile=("javac", *(f"-J{f}" for f in JVM if not f.startswith("-Xlog")), "-J-Xmx512m", "-encoding", "UTF-8",
              "-nowarn", "-d", "{out}", "{src}"),
     run=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{art}", "{main}"),
-    shared=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{hart}", "VrHarness", "{art}", "{main}"),
+    # no attach listener: no agent loaded from outside could reach the harness's memory
+    shared=("java", *JVM, "-XX:+DisableAttachMechanism", "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{hart}", "VrHarness",
+            "{art}", "{main}"),
     harness="VrHarness.java",
     # raw stdin/stdout (the harness's pipes), child processes, hooks that run at exit; and what
     # could reach the harness's memory: reflection, Unsafe, management beans, files, native code
