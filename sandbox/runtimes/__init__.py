@@ -191,7 +191,12 @@ class RuntimePools:
         return p
 
     async def start(self) -> None:
-        p = await self._start_one(self.default)  # raises: a server without its default serves nothing
+        why = unavailable_reason(self.default, self.kind, self._image(self.default)) if self.kind != "auto" else None
+        if why is not None:  # a server without its default serves nothing: refuse, saying how to build it
+            from sandbox.hosts.base import RunnerStartError
+
+            raise RunnerStartError(f"default runtime {self.default!r}: {why}")
+        p = await self._start_one(self.default)
         self.kind = p.kind  # "auto" resolved: every other runtime runs on the same host kind
         names = self.requested if self.requested is not None else tuple(RUNTIMES)
         for name in names:
