@@ -45,11 +45,18 @@ class Runtime:
             return os.environ.get("VERIREWARD_SANDBOX_IMAGE", self.default_image)
         return os.environ.get(f"VERIREWARD_SANDBOX_IMAGE_{self.name.upper()}", self.default_image)
 
+    def warm_modules(self) -> tuple[str, ...]:
+        """What each spawner imports before it forks: `warm`, or VERIREWARD_RUNTIME_WARM_<NAME>
+        (comma-separated; e.g. numpy,sympy where the programs import sympy: see docs/RUNTIMES.md
+        for what each costs a candidate's address space, which its memory_mb counts)."""
+        env = os.environ.get(f"VERIREWARD_RUNTIME_WARM_{self.name.upper()}")
+        return self.warm if env is None else tuple(m.strip() for m in env.split(",") if m.strip())
+
     def runner_env(self) -> dict[str, str]:
         """What the runner's environment says of this runtime (read by candidate.prepare_template)."""
         if not self.requirements:
             return {}
-        return {"VERIREWARD_RUNTIME_SITE": SITE_IN_SANDBOX, "VERIREWARD_RUNTIME_WARM": ",".join(self.warm)}
+        return {"VERIREWARD_RUNTIME_SITE": SITE_IN_SANDBOX, "VERIREWARD_RUNTIME_WARM": ",".join(self.warm_modules())}
 
 
 RUNTIMES: dict[str, Runtime] = {

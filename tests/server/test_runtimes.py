@@ -331,3 +331,16 @@ def test_runtime_settings_from_the_environment(monkeypatch):
     monkeypatch.setenv("REWARD_SERVER_RUNTIMES", "python,nope")
     with pytest.raises(ValueError, match="unknown runtime 'nope'"):
         Settings()
+
+
+@pytest.mark.parametrize("kind", kind_params())
+async def test_warm_set_from_the_environment(kind, monkeypatch):
+    """VERIREWARD_RUNTIME_WARM_SCI=numpy,sympy: sympy is imported before the fork too."""
+    _need_sci(kind)
+    from sandbox import ExecRequest, Limits
+
+    monkeypatch.setenv("VERIREWARD_RUNTIME_WARM_SCI", "numpy,sympy")
+    probe = "import sys\nprint('numpy' in sys.modules, 'sympy' in sys.modules)\n"
+    async with runtimes.RuntimePools(kind, runtimes=(), default="sci", size=1, per_runner=1) as rp:
+        r = await rp.execute(ExecRequest(program=probe, runtime="sci", limits=Limits(timeout_s=10, memory_mb=1024)))
+    assert (r.status, r.stdout) == ("finished", "True True\n"), r
