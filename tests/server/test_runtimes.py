@@ -23,6 +23,7 @@ import pytest
 
 from sandbox import runtimes
 from tests.conftest import IN_CI
+from tests.sandbox.test_isolation import SYSCALLS
 from tests.server.conftest import free_port, kind_params, start_server, wait_ready
 
 SCI = """
@@ -215,6 +216,9 @@ def test_hostile_code_on_sci_cannot_touch_the_packages_or_the_network(server):
     assert not {"WROTE", "DONE"} & set(out.values()), out
     net = ast.literal_eval(_run_stdout(server.url, NETWORK, runtime="sci").strip())
     assert not {"CONNECTED", "RESOLVED"} & set(net.values()), net
+    kernel = ast.literal_eval(_run_stdout(server.url, SYSCALLS, runtime="sci").strip())  # the lean pool's jail
+    assert "ALLOWED" not in kernel.values(), kernel  # no namespaces, mount, bpf, ptrace, raw sockets...
+    assert kernel["bounding_set"] == "empty" and kernel["no_new_privs"] == "set", kernel
     for _ in range(3):  # a warm module patched in one job is that job's alone
         assert _run_stdout(server.url, PATCH, runtime="sci") == "42\n"
         assert _run_stdout(server.url, CHECK_PATCH, runtime="sci") == "3\n"
