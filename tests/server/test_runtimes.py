@@ -348,3 +348,18 @@ async def test_warm_set_from_the_environment(kind, monkeypatch):
     async with runtimes.RuntimePools(kind, runtimes=(), default="sci", size=1, per_runner=1) as rp:
         r = await rp.execute(ExecRequest(program=probe, runtime="sci", limits=Limits(timeout_s=10, memory_mb=1024)))
     assert (r.status, r.stdout) == ("finished", "True True\n"), r
+
+
+@pytest.mark.parametrize("kind", kind_params())
+def test_lazy_runtimes_start_on_first_use(kind):
+    _need_sci(kind)
+    s = start_server(sandbox=kind, pool_size=1, lazy_runtimes=True)
+    try:
+        assert httpx.get(s.url + "/readyz", timeout=10).json()["runtimes"]["sci"]["state"] == "idle"
+        assert set(s.pool.pools) == {"python"}
+        both = _score(s.url, [_item(SCI, SCI_TESTS, runtime="sci") for _ in range(4)]).json()["results"]
+        assert [r["reward"] for r in both] == [1.0] * 4, both  # concurrent first jobs: one start, all answered
+        sci = httpx.get(s.url + "/readyz", timeout=10).json()["runtimes"]["sci"]
+        assert sci["state"] == "ready" and sci["start_s"] > 0, sci
+    finally:
+        s.stop()
