@@ -233,7 +233,8 @@ class Scorer:
                 "wall_s": 0.0, "runner": "", "flags": [],
             }
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
-        runtime = self.resolve_runtime(task.runtime, ["task", "runtime"], task.language)  # checked: check_limits
+        # a named runtime was checked by check_limits (one whose lazy start failed since is the pool's InfraError)
+        runtime = task.runtime or self.resolve_runtime(None, ["task", "runtime"], task.language)
         job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
         try:
             async with self.admission.slot():

@@ -58,7 +58,7 @@ class Settings(BaseSettings):
     )
     lazy_runtimes: bool = Field(
         False, description="start a runtime's pool on its first job instead of at start-up (each pool is as many "
-        "runners as the default one: ~3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/SANDBOX.md)",
+        "runners as the default one: ~3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/RUNTIMES.md)",
     )
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
     pin_cpus: bool | None = Field(

@@ -232,6 +232,10 @@ class RuntimePools:
             return p
         why = self.refusal(name)
         if why is not None:
+            if name in self.reasons:  # offered, then its start failed: the sandbox's fault, not the job's
+                from sandbox.pool import InfraError
+
+                raise InfraError(why)
             raise ValueError(why)
         async with self._lock:
             if name not in self.pools and await self._try_start(name) is None:
