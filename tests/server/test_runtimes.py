@@ -363,3 +363,22 @@ def test_lazy_runtimes_start_on_first_use(kind):
         assert sci["state"] == "ready" and sci["start_s"] > 0, sci
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("kind", kind_params())
+def test_max_inflight_holds_across_runtimes(kind):
+    """Six sleeping jobs, three per runtime, with 2 in flight at most: at least three rounds of
+    1 s (with a bound per pool, 4 would run at once and it would take two)."""
+    _need_sci(kind)
+    s = start_server(sandbox=kind, pool_size=1, max_inflight_jobs=2)
+    try:
+        sleeper = "import time\ntime.sleep(1)\nprint('ok')\n"
+        tests = {"kind": "stdio", "cases": [{"stdin": "", "stdout": "ok\n"}]}
+        items = [_item(sleeper, tests, runtime=rt, timeout_s=2) for rt in ("python", "sci") * 3]
+        t0 = time.monotonic()
+        results = _score(s.url, items).json()["results"]
+        elapsed = time.monotonic() - t0
+        assert [r["reward"] for r in results] == [1.0] * 6, results
+        assert elapsed >= 3.0, elapsed
+    finally:
+        s.stop()
