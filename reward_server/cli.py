@@ -27,7 +27,7 @@ def serve(
     runtimes: str | None = typer.Option(None, help="runtimes requests may name, e.g. python,sci [env REWARD_SERVER_RUNTIMES, default: every one built here]"),
     sandbox_option: list[str] = typer.Option([], "--sandbox-option", help="extra host option KEY=VALUE (JSON value), repeatable"),
     socket_dir: str | None = typer.Option(None, help="socketdir host: directory of runner sockets [env REWARD_SERVER_SOCKET_DIR, default /run/sandbox]"),
-    lazy_runtimes: bool = typer.Option(False, "--lazy-runtimes", help="start a non-default runtime's pool on its first job, not at start-up"),
+    lazy_runtimes: bool | None = typer.Option(None, "--lazy-runtimes/--eager-runtimes", help="start a non-default runtime's pool on its first job (default), or every offered pool at start-up [env REWARD_SERVER_LAZY_RUNTIMES]"),
     max_items: int | None = typer.Option(None, help="items per request"),
     max_body_bytes: int | None = typer.Option(None, help="request body cap (413 beyond)"),
     max_inflight: int | None = typer.Option(None, help="jobs running at once [default: pool capacity]"),
@@ -53,8 +53,8 @@ def serve(
         "math_workers": math_workers, "log_level": log_level,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
-    if lazy_runtimes:
-        overrides["lazy_runtimes"] = True
+    if lazy_runtimes is not None:
+        overrides["lazy_runtimes"] = lazy_runtimes
     if text_logs:
         overrides["log_json"] = False
     if sandbox_option:

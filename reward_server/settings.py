@@ -57,8 +57,9 @@ class Settings(BaseSettings):
         "built on this host); one not built is listed unavailable on /readyz and refused with a 422",
     )
     lazy_runtimes: bool = Field(
-        False, description="start a runtime's pool on its first job instead of at start-up (each pool is as many "
-        "runners as the default one: ~3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/RUNTIMES.md)",
+        True, description="start a non-default runtime's pool on its first job (its first request waits ~2-3 s) "
+        "instead of at start-up; false starts every offered pool at start-up (each pool is as many runners as the "
+        "default one: ~2-3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/RUNTIMES.md)",
     )
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
     pin_cpus: bool | None = Field(

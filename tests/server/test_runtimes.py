@@ -94,7 +94,7 @@ def _need_sci(kind: str) -> None:
 @pytest.fixture(scope="module", params=kind_params())
 def server(request):
     _need_sci(request.param)
-    s = start_server(sandbox=request.param, pool_size=1)  # runtimes: every one built here
+    s = start_server(sandbox=request.param, pool_size=1, lazy_runtimes=False)  # runtimes: every one built here
     yield s
     s.stop()
 
