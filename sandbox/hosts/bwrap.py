@@ -12,7 +12,9 @@ its parent. Per runner, the host also
 - gives each slot a scratch tmpfs of its own with byte and inode quotas, mounted in a
   private mount namespace before bwrap starts (`mountns.py`: bwrap cannot set nr_inodes);
 - makes a memory cgroup per slot (cgroup v1 or v2 where writable), bound into the sandbox,
-  which the slot's spawner joins: one job's processes share one memory cap.
+  which the slot's spawner joins: one job's processes share one memory cap;
+- lets the runner start with CAP_SYS_ADMIN, which it needs once to give each slot a /dev/shm
+  of its own (`sandbox.runner.slotns`) and drops before it binds its socket.
 """
 
 from __future__ import annotations
@@ -34,13 +36,16 @@ from pathlib import Path
 from sandbox import runtimes
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
-from sandbox.runner import uidlease
+from sandbox.runner import slotns, uidlease
 from sandbox.runner.languages import pch
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
 # SETPCAP: the spawner empties the bounding set
 RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
+# held only while the runner starts: each slot's keeper mounts a /dev/shm of its own in a mount
+# namespace of its own, then every runner process drops it (sandbox.runner.slotns)
+STARTUP_CAPS = ("CAP_SYS_ADMIN",)
 CODE_ROOT = "/opt/verireward"
 SCRATCH_BASE = "/tmp/sbx"
 MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controller, else v2
@@ -120,7 +125,7 @@ def _resolve_into(path: str, links: dict[str, str], files: set[str], depth: int 
         files.add(path)
 
 
-SHM_MODE = "01733"  # write and search for all, list for nobody, sticky: a job finds only the names it made
+SHM_MODE = f"{slotns.SHM_MODE:05o}"
 
 
 @functools.cache
@@ -148,10 +153,12 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
                   toolchains: bool = False, pch_dir: str | None = None, shm_mb: int = 64,
-                  runtime: str = "python") -> list[str]:
+                  slot_shm: slotns.ShmSpec | None = None, runtime: str = "python") -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
-    the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it."""
+    the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it;
+    `slot_shm`: each slot's own /dev/shm (as root only: it takes CAP_SYS_ADMIN at start-up),
+    else one of `shm_mb` for the runner."""
     python = python or os.path.realpath(sys.executable)
     dirs, files, links = interpreter_files(python)
     cmd = [bwrap_path()]
@@ -208,8 +215,9 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     cmd += [
         "--proc", "/proc",
         "--dev", "/dev",
-        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; what a job
-        # leaves there is removed after it (limits.remove_files_of)
+        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; with slot_shm
+        # each slot's keeper mounts one of its own over this one (sandbox.runner.slotns); what
+        # a job leaves there is removed after it (limits.remove_files_of)
         "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
@@ -220,9 +228,10 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     if memcg_dir is not None:
         cmd += ["--bind", memcg_dir, runner_limits.JOB_CGROUP_DIR]
     cmd += ["--chdir", "/"]
+    slot_shm = slot_shm if os.geteuid() == 0 else None
     if os.geteuid() == 0:
         cmd += ["--cap-drop", "ALL"]
-        for cap in RUNNER_CAPS:
+        for cap in RUNNER_CAPS + (STARTUP_CAPS if slot_shm else ()):
             cmd += ["--cap-add", cap]
     cmd += [
         "--", python, "-I", "-S", "-c",
@@ -230,6 +239,8 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", SCRATCH_BASE,
         "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base),
     ]
+    if slot_shm is not None:
+        cmd += ["--slot-shm", slot_shm.arg()]
     return cmd
 
 
@@ -309,8 +320,12 @@ class BwrapHost(Host):
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
                  scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
-                 languages: bool = False, runtime: str = "python") -> None:
+                 languages: bool = False, runtime: str = "python", slot_shm: bool = True,
+                 shm_mb: int = 64, shm_inodes: int = 4096) -> None:
         self.slots = slots
+        # each slot's /dev/shm (per slot, as root; else one of shm_mb for the runner)
+        self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
+        self.shm_mb = shm_mb
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
@@ -339,7 +354,8 @@ class BwrapHost(Host):
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                             scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
-                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime)
+                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime,
+                            shm_mb=self.shm_mb, slot_shm=self.slot_shm)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
