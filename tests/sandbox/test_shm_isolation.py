@@ -26,7 +26,7 @@ from tests.conftest import kind_params
 from tests.sandbox.conftest import no_runner_lost
 
 HOLD_S = 3.0  # how long a hostile job keeps its /dev/shm full
-START_AFTER_S = 0.5  # when the honest job starts (it then runs for 2.5 s: past the filling)
+START_AFTER_S = 0.5  # when the honest job starts (it then runs for HONEST_S: past the filling)
 
 FILLERS = {
     # big files (each under the job's RLIMIT_FSIZE) until ENOSPC
@@ -59,7 +59,7 @@ HONEST = (
     "import multiprocessing as mp, time\nfrom multiprocessing import shared_memory\n"
     "def sq(x):\n    return x * x\n"
     "if __name__ == '__main__':\n    t0, rounds = time.monotonic(), 0\n"
-    "    while rounds == 0 or time.monotonic() - t0 < 2.5:\n"
+    "    while rounds == 0 or time.monotonic() - t0 < SECONDS:\n"
     "        with mp.Pool(2) as p:\n            total = sum(p.map(sq, range(100)))\n"
     "        s = shared_memory.SharedMemory(create=True, size=1 << 20)\n        s.buf[:] = b'\\1' * (1 << 20)\n"
     "        pages = sum(s.buf[::4096])\n        s.close()\n        s.unlink()\n"
@@ -67,6 +67,9 @@ HONEST = (
     "    print(total, pages)\n"
 )
 HONEST_OUT = "328350 256\n"
+# how long the honest job keeps at it: past the filler's filling (16384 shared semaphores took
+# 6.7 s to make in a docker runner with one shared /dev/shm; its own 4096 take 0.3 s)
+HONEST_S = {"bytes": 4.0, "inodes": 4.0, "semaphores": 9.0}
 
 
 @pytest_asyncio.fixture(scope="module", params=kind_params())
@@ -92,7 +95,8 @@ async def test_a_job_filling_dev_shm_never_fails_a_concurrent_one(one_runner, at
     async with no_runner_lost(pool):
         hostile, honest = await asyncio.gather(
             pool.execute(ExecRequest(program=FILLERS[attack], limits=_lim())),
-            _later(pool.execute(ExecRequest(program=HONEST, limits=_lim())), START_AFTER_S),
+            _later(pool.execute(ExecRequest(program=HONEST.replace("SECONDS", str(HONEST_S[attack])),
+                                            limits=_lim(20.0))), START_AFTER_S),
         )
         assert hostile.status == "finished" and hostile.stdout.startswith("full 28 "), hostile  # ENOSPC, its own
         assert (honest.status, honest.stdout, honest.stderr) == ("finished", HONEST_OUT, ""), honest
@@ -242,7 +246,7 @@ def test_dev_shm_fillers_do_not_cost_honest_items_over_http(url):
     items = [{"id": f"fill-{a}", "completion": f"```python\n{FILLERS[a]}\ndef f():\n    return 1\n```",
               "task": {"type": "code", "timeout_s": 10, "tests": {"kind": "assert", "asserts": ["assert f() == 2"]}}}
              for a in sorted(FILLERS)]
-    items += [{"id": f"honest-{i}", "completion": f"```python\n{HONEST}```",
+    items += [{"id": f"honest-{i}", "completion": f"```python\n{HONEST.replace('SECONDS', '4.0')}```",
                "task": {"type": "code", "timeout_s": 10, "tests": stdio}} for i in range(3)]
     resp = httpx.post(url + "/v1/score", json={"items": items}, timeout=120)
     assert resp.status_code == 200, resp.text
