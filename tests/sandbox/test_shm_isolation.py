@@ -103,6 +103,33 @@ async def test_a_job_filling_dev_shm_never_fails_a_concurrent_one(one_runner, at
         assert hostile.runner == honest.runner, (hostile.runner, honest.runner)
 
 
+START_METHODS = (
+    "import multiprocessing as mp, subprocess, sys\n"
+    "def sq(x):\n    return x * x\n"
+    "if __name__ == '__main__':\n    out = []\n"
+    "    for method in ('fork', 'spawn', 'forkserver'):\n        ctx = mp.get_context(method)\n"
+    "        with ctx.Pool(2) as p:\n            out.append(sum(p.map(sq, range(10))))\n"
+    "        with ctx.Lock():\n            pass\n"
+    "    code = ('from multiprocessing import shared_memory as m; s = m.SharedMemory(create=True, size=1 << 20); '\n"
+    "            \"s.buf[:] = b'\\\\1' * (1 << 20); print(sum(s.buf[::4096])); s.close(); s.unlink()\")\n"
+    "    out.append(subprocess.run([sys.executable, '-c', code], capture_output=True, text=True).stdout.strip())\n"
+    "    print(*out)\n"
+)
+
+
+async def test_every_start_method_and_subprocesses_get_the_slots_dev_shm(one_runner):
+    """fork, spawn and forkserver children, and a subprocess, use the slot's /dev/shm beside a
+    concurrent filler (a mount namespace is inherited by every child, exec or not)."""
+    pool = one_runner
+    async with no_runner_lost(pool):
+        hostile, honest = await asyncio.gather(
+            pool.execute(ExecRequest(program=FILLERS["inodes"], limits=_lim())),
+            _later(pool.execute(ExecRequest(program=START_METHODS, limits=_lim(20.0))), START_AFTER_S),
+        )
+    assert hostile.stdout.startswith("full 28 "), hostile
+    assert (honest.status, honest.stdout) == ("finished", "285 285 285 256\n"), honest
+
+
 async def test_dev_shm_names_are_not_shared_between_concurrent_jobs(one_runner):
     """What one job makes in /dev/shm (a file, a named SharedMemory) does not exist for a job
     running at the same time, which sees an empty file system of its own."""
