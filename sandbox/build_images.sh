@@ -9,7 +9,7 @@
 #   RUNTIMES="sci"  also build these runtimes (sandbox/build_runtime.sh: the bwrap site directory and
 #                   the image variant on $SANDBOX_IMAGE), each cached in .cache/runtimes
 #   TOOLCHAINS=1    also build the toolchain variant (sandbox/Dockerfile.toolchains: g++, OpenJDK 17,
-#                   Go, Rust, node), on TOOLCHAIN_BASE (default verireward-base-toolchains:bookworm,
+#                   Go, Rust, node, TypeScript from npm: sandbox/fetch_typescript.sh), on TOOLCHAIN_BASE (default verireward-base-toolchains:bookworm,
 #                   made here by debootstrap with those Debian packages), tagged TOOLCHAIN_IMAGE
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,6 +60,7 @@ if [ "${TOOLCHAINS:-0}" = "1" ]; then
       docker pull "$TOOLCHAIN_BASE"
     fi
   fi
+  bash sandbox/fetch_typescript.sh  # TypeScript's compiler (npm), copied into the image
   docker build -q -f sandbox/Dockerfile.toolchains --build-arg BASE_IMAGE="$TOOLCHAIN_BASE" -t "$TOOLCHAIN_IMAGE" .
   echo "built $TOOLCHAIN_IMAGE on $TOOLCHAIN_BASE"
 fi

@@ -5,8 +5,9 @@ needs to drop each job to a uid of its own (distinct uids are what stop one job 
 signalling another, and make RLIMIT_NPROC a per-job limit). Every other namespace is new,
 the root file system holds only what the interpreter needs, read-only (its binary, its
 standard library without site-packages, and the shared libraries it and its extension
-modules link, found at start-up with ldd), /tmp is a small tmpfs, and the runner dies with
-its parent. Per runner, the host also
+modules link, found at start-up with ldd; with languages=True also the files of the
+toolchains' Debian packages, `sandbox.runner.languages.packages`, not all of /usr), /tmp is a
+small tmpfs, and the runner dies with its parent. Per runner, the host also
 - leases a block of uids unique on the machine (`sandbox.runner.uidlease`), the runner's
   --uid-base;
 - gives each slot a scratch tmpfs of its own with byte and inode quotas, mounted in a
@@ -37,7 +38,8 @@ from sandbox import runtimes
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
 from sandbox.runner import slotns, uidlease
-from sandbox.runner.languages import pch
+from sandbox.runner.languages import packages, pch, typescript
+from sandbox.runner.languages.table import TABLE, TYPESCRIPT_IN_TREE
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -52,7 +54,8 @@ MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controlle
 MEMCG_PARENT = "verireward"
 MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
 FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
-TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")  # with toolchains=True
+# with toolchains=True: their links (/bin -> usr/bin), and all of them where there is no dpkg database
+TOOLCHAIN_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 
 def bwrap_path() -> str:
@@ -125,6 +128,13 @@ def _resolve_into(path: str, links: dict[str, str], files: set[str], depth: int 
         files.add(path)
 
 
+@functools.cache
+def toolchain_view() -> packages.View | None:
+    """What of /usr the toolchains found here need (their Debian packages' files), once per
+    process (~2 s of reading dpkg's lists), or None without a package database."""
+    return packages.view(list(TABLE))
+
+
 SHM_MODE = f"{slotns.SHM_MODE:05o}"
 
 
@@ -152,13 +162,17 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
 
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
-                  toolchains: bool = False, pch_dir: str | None = None, shm_mb: int = 64,
-                  slot_shm: slotns.ShmSpec | None = None, runtime: str = "python") -> list[str]:
+                  toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
+                  slot_shm: slotns.ShmSpec | None = None, runtime: str = "python",
+                  usr_stage: str | None = None) -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it;
     `slot_shm`: each slot's own /dev/shm (as root only: it takes CAP_SYS_ADMIN at start-up),
-    else one of `shm_mb` for the runner."""
+    else one of `shm_mb` for the runner;
+    `usr_stage`: a host directory where mountns.py builds the view of /usr (every bind and
+    link below /usr, listed in `usr_stage`.spec, written here), bound at /usr in one mount:
+    bwrap reads the mount table once per bind, so a thousand binds of its own take seconds."""
     python = python or os.path.realpath(sys.executable)
     dirs, files, links = interpreter_files(python)
     cmd = [bwrap_path()]
@@ -186,12 +200,22 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         binds += [(src, dst) for src, dst in runtime_libraries(os.path.realpath(rt.site_dir))
                   if os.path.basename(dst) not in known and os.path.basename(src) not in known
                   and not any(dst.startswith(d + "/") for d in dirs)]
-    if toolchains:  # compilers and runtimes (sandbox/runner/languages): the system dirs, read-only
-        links = tuple({**dict(links), **{d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}}.items())
-        binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    if toolchains:  # compilers and runtimes (sandbox/runner/languages): their packages' files, read-only
+        root_links = {d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}
+        view = toolchain_view()
+        if view is None:  # no package database to tell what they need: the system dirs whole
+            links = tuple({**dict(links), **root_links}.items())
+            binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+        else:
+            links = tuple({**dict(links), **root_links, **dict(view.links)}.items())
+            binds += [(p, p) for p in view.binds if not any(p == d or p.startswith(d + "/") for d in dirs)]
         binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
         if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
             binds.append((pch_dir, f"{CODE_ROOT}/pch"))
+        if ts_dir:  # TypeScript's compiler (npm), where table.TYPESCRIPT_HOME is in the runner's tree
+            binds.append((ts_dir, f"{CODE_ROOT}/{TYPESCRIPT_IN_TREE}"))
+    if usr_stage is not None:
+        binds, links = _stage_usr(usr_stage, binds, links)
     link_paths = {p for p, _ in links}
     made: set[str] = set()
     for path, _target in links:  # parents of the links first, then the links (shallow first)
@@ -242,6 +266,33 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     if slot_shm is not None:
         cmd += ["--slot-shm", slot_shm.arg()]
     return cmd
+
+
+def _stage_usr(stage: str, binds: list[tuple[str, str]], links: tuple[tuple[str, str], ...]
+               ) -> tuple[list[tuple[str, str]], tuple[tuple[str, str], ...]]:
+    """Move the binds and links below /usr into `stage`.spec (mountns.py --usr-view makes
+    them in `stage`); what is left for bwrap, with `stage` bound at /usr first."""
+    usr_binds = sorted({(src, dst) for src, dst in binds if dst.startswith("/usr/")}, key=lambda b: (b[1].count("/"), b[1]))
+    kept: list[tuple[str, str]] = []
+    whole: set[str] = set()  # directories bound whole
+
+    def inside(path: str) -> bool:
+        return any(anc in whole for anc in (path, *_ancestors(path)))
+
+    for src, dst in usr_binds:  # shallow first; one inside a directory bound whole is that one already
+        if not inside(dst) and "\t" not in src + dst and "\n" not in src + dst:
+            kept.append((src, dst))
+            if os.path.isdir(src):
+                whole.add(dst)
+    bound = {dst for _src, dst in kept}  # a file bound at a link's name (a runtime's library) wins
+    usr_links = [(p, t) for p, t in dict(links).items() if p.startswith("/usr/") and not inside(p) and p not in bound]
+    with open(stage + ".spec", "w", encoding="utf-8") as f:
+        for src, dst in kept:
+            f.write(f"b\t{src}\t{dst}\n")
+        for path, target in usr_links:
+            f.write(f"l\t{path}\t{target}\n")
+    rest = [(src, dst) for src, dst in binds if not dst.startswith("/usr/")]
+    return [(stage, "/usr"), *rest], tuple((p, t) for p, t in links if not p.startswith("/usr/"))
 
 
 def scratch_mounts(scratch_dir: str, *, slots: int, slot_mb: int, slot_inodes: int) -> list[str]:
@@ -339,6 +390,7 @@ class BwrapHost(Host):
         # made once per machine and toolchain (~7 s, then found)
         self.toolchains = languages
         self.pch_dir = pch.host_dir() if languages else None
+        self.ts_dir = typescript.host_dir() if languages else None
         self.handles: dict[str, RunnerHandle] = {}
         remove_orphan_memcgs()  # before the sweep: it tells orphans by their lease files
         uidlease.sweep()
@@ -352,14 +404,18 @@ class BwrapHost(Host):
     def runner_command(self, sock_dir: str, lease: uidlease.UidLease, scratch_dir: str, memcg: str | None) -> list[str]:
         python = os.path.realpath(sys.executable)
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
+        # the toolchains' view of /usr (a thousand binds) is built by mountns.py, where it runs
+        stage = sock_dir + "-usr" if quota and self.toolchains else None
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                             scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
-                            toolchains=self.toolchains, pch_dir=self.pch_dir, runtime=self.runtime,
-                            shm_mb=self.shm_mb, slot_shm=self.slot_shm)
+                            toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
+                            runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
                                 slot_inodes=self.scratch_inodes)
+        if stage is not None:
+            mounts += ["--usr-view", stage + ".spec", stage]
         return [python, "-I", "-S", str(MOUNTNS), *mounts, "--", *cmd]
 
     async def start_runner(self, index: int) -> RunnerHandle:
@@ -425,6 +481,11 @@ class BwrapHost(Host):
         shutil.rmtree(handle.extra.get("dir", ""), ignore_errors=True)
         with contextlib.suppress(OSError):
             os.rmdir(handle.extra.get("scratch", ""))
+        if handle.extra.get("dir"):  # the /usr view's mount point and spec (languages=True)
+            with contextlib.suppress(OSError):
+                os.rmdir(handle.extra["dir"] + "-usr")
+            with contextlib.suppress(OSError):
+                os.unlink(handle.extra["dir"] + "-usr.spec")
 
     async def close(self) -> None:
         for ident in list(self.procs):

@@ -46,6 +46,7 @@ class Language:
     main: str = "main"
     keep_source: bool = False  # the artifact is the source itself (the build only checks it)
     host_paths: tuple[str, ...] = ()  # directories outside /usr the toolchain reads (a host binds them)
+    needs: tuple[str, ...] = ()  # files (not executables) the toolchain needs: TypeScript's compiler
 
     def entry_name(self, program: str) -> str:
         """The entry class the source names (Java: `public class X` -> X), else the default."""
@@ -89,9 +90,9 @@ def toolchain_id(lang: Language) -> str:
     size and mtime of each tool (a package upgrade changes them; no process is run)."""
     if lang.name not in _toolchain_ids:
         parts = []
-        for tool in lang.tools:
-            path = resolve(tool)
-            if path is None:
+        for tool in (*lang.tools, *lang.needs):
+            path = resolve(tool) if tool in lang.tools else tool
+            if path is None or not os.path.isfile(path):
                 return ""
             real = os.path.realpath(path)
             st = os.stat(real)
@@ -136,10 +137,13 @@ def host_paths() -> list[str]:
 
 
 def missing_tool(lang: Language) -> str | None:
-    """The first tool of `lang` this machine lacks, or None."""
+    """The first tool (or needed file) of `lang` this machine lacks, or None."""
     for tool in lang.tools:
         if resolve(tool) is None:
             return tool
+    for path in lang.needs:
+        if not os.path.isfile(path):
+            return path
     return None
 
 

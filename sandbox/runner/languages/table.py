@@ -9,6 +9,9 @@ their own, never the job's run limits.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 from . import Language
 
 # /etc/alternatives holds the links Debian's /usr/bin/{cc,java,javac,...} point through
@@ -97,5 +100,26 @@ JAVASCRIPT = Language(
                  "reservation_.SetPermissions"),
 )
 
-TABLE: tuple[Language, ...] = (CPP, JAVA, GO, RUST, JAVASCRIPT)
+# TypeScript: its types stripped by TypeScript's own compiler (tsc.js: transpileModule, no type
+# check), then run as JavaScript. The compiler is the npm package sandbox/fetch_typescript.sh
+# puts in <code root>/.cache/typescript: the same path here, in the toolchain image and in the
+# bwrap view (its host binds the host's copy there; VERIREWARD_TYPESCRIPT_DIR moves it on a host)
+TYPESCRIPT_IN_TREE = os.path.join(".cache", "typescript")
+TYPESCRIPT_HOME = os.environ.get("VERIREWARD_TYPESCRIPT_DIR") or os.path.join(
+    os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))),
+    TYPESCRIPT_IN_TREE)
+TSC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tsc.js")
+
+TYPESCRIPT = dataclasses.replace(
+    JAVASCRIPT,
+    name="typescript",
+    aliases=("typescript", "ts"),
+    source="main.ts",
+    # the compiler's heap is ~80 MB: --max-old-space-size keeps a huge source from growing it unbounded
+    compile=("node", "--max-old-space-size=512", TSC, TYPESCRIPT_HOME, "{src}", "{out}/main.js"),
+    keep_source=False,
+    needs=(TSC, os.path.join(TYPESCRIPT_HOME, "node_modules", "typescript", "lib", "typescript.js")),
+)
+
+TABLE: tuple[Language, ...] = (CPP, JAVA, GO, RUST, JAVASCRIPT, TYPESCRIPT)
 BY_NAME: dict[str, Language] = {alias: lang for lang in TABLE for alias in (lang.name, *lang.aliases)}
