@@ -283,3 +283,33 @@ def test_dev_shm_fillers_do_not_cost_honest_items_over_http(url):
     for a in FILLERS:
         r = res[f"fill-{a}"]
         assert r["status"] == "ok" and r["reward"] is not None and r["reward"] < 1.0, r
+
+
+# ------------------------------------------------------------------ start-up, fail closed
+
+
+def test_slot_shm_argument_is_checked():
+    from sandbox.runner.slotns import ShmSpec
+
+    assert ShmSpec.parse("64,4096") == ShmSpec(64, 4096) and ShmSpec(64, 4096).arg() == "64,4096"
+    for bad in ("0,10", "64,-1", "64", "a,b"):
+        with pytest.raises(ValueError):
+            ShmSpec.parse(bad)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a per-slot /dev/shm needs a root bwrap host")
+def test_a_runner_that_cannot_make_its_slots_dev_shm_does_not_start(tmp_path):
+    """Asked for a /dev/shm per slot but without CAP_SYS_ADMIN to make it, the runner exits
+    before it binds its socket (it never serves with a shared one it was asked not to have)."""
+    import subprocess
+
+    from sandbox.runner.slotns import ShmSpec
+
+    sock = tmp_path / "sock"
+    sock.mkdir()
+    cmd = bwrap_host.bwrap_command(str(sock), slots=2, tmp_mb=16, slot_shm=ShmSpec(8, 64))
+    i = cmd.index("CAP_SYS_ADMIN")
+    del cmd[i - 1 : i + 1]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0 and "no /dev/shm of its own" in r.stderr, (r.returncode, r.stderr[-2000:])
+    assert not (sock / "runner.sock").exists()
