@@ -14,7 +14,8 @@ runner refuses to serve otherwise). The slot's supervisors, and so its spawner, 
 and verdict process, are forked from its keeper and see only that tmpfs; what a job leaves
 there is removed after it (`limits.remove_files_of`) and again when its connection ends.
 The per-job cost is nothing: the namespace is made once per slot, the connection is passed
-to the keeper with one sendmsg (SCM_RIGHTS).
+to the keeper with one sendmsg (SCM_RIGHTS). unshare, mount and capget/capset are called
+through ctypes by hand (the runner is stdlib-only; python-prctl would be the library).
 
 Keeper protocol (SEQPACKET): the runner sends b"C" with one descriptor (a client
 connection); the keeper answers b"R" once ready (or b"E<why>" when it could not make its
