@@ -25,12 +25,15 @@ import shutil
 import tempfile
 import uuid
 
-from sandbox.runner import uidlease
+from sandbox.runner import slotns, uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
 # SETPCAP: the spawner empties the bounding set before it forks any candidate
 RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP"]
+# only while the runner starts: each slot's keeper mounts a /dev/shm of its own in a mount namespace
+# of its own, then every runner process drops it for good (sandbox.runner.slotns)
+STARTUP_CAPS = ["SYS_ADMIN"]
 DEFAULT_IMAGE = "verireward-sandbox:latest"
 LABEL = "verireward.runner"
 
@@ -50,6 +53,8 @@ class DockerHost(Host):
         scratch_mb: int = 256,
         scratch_inodes: int = 16384,
         shm_mb: int = 64,
+        shm_inodes: int = 4096,
+        slot_shm: bool = True,
         runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
@@ -69,6 +74,7 @@ class DockerHost(Host):
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
         self.shm_mb = shm_mb
+        self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
         self.mount_source = mount_source
         self.start_timeout = start_timeout
         self.pool_id = uuid.uuid4().hex
@@ -144,6 +150,7 @@ class DockerHost(Host):
             "command": [
                 "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(self.slots),
                 "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward", "--uid-base", str(uid_base),
+                *(["--slot-shm", self.slot_shm.arg()] if self.slot_shm else []),
             ],
             "detach": True,
             "name": f"verireward-runner-{self.pool_id}-{index}-{uuid.uuid4().hex[:4]}",
@@ -154,7 +161,8 @@ class DockerHost(Host):
             # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
             # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores and
             # shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's (ipc
-            # none), mode 1733: a job finds only the names it made; cleaned after each job.
+            # none), mode 1733: a job finds only the names it made; cleaned after each job. With
+            # slot_shm each slot's keeper mounts one of its own over it (the runner's own is unused).
             # Each slot's scratch is a tmpfs of its own: one job filling it (bytes or inodes)
             # gives no other ENOSPC, and its clean-up is bounded by its inode count.
             "tmpfs": {
@@ -168,12 +176,12 @@ class DockerHost(Host):
                 # place built programs are run from (Docker's tmpfs is noexec unless told)
                 "/scratch/sbx-cache": "rw,exec,nosuid,nodev,size=128m,mode=711",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
-                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
+                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode={slotns.SHM_MODE:o}",
             },
             "ipc_mode": "none",
             "volumes": volumes,
             "cap_drop": ["ALL"],
-            "cap_add": RUNNER_CAPS,
+            "cap_add": RUNNER_CAPS + (STARTUP_CAPS if self.slot_shm else []),
             "security_opt": ["no-new-privileges"],
             "pids_limit": self.pids,
             "mem_limit": f"{self.memory_mb}m",
