@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import tempfile
@@ -28,6 +29,8 @@ import uuid
 from sandbox.runner import slotns, uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
+
+log = logging.getLogger(__name__)
 
 # SETPCAP: the spawner empties the bounding set before it forks any candidate
 RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP"]
@@ -54,7 +57,7 @@ class DockerHost(Host):
         scratch_inodes: int = 16384,
         shm_mb: int = 64,
         shm_inodes: int = 4096,
-        slot_shm: bool = True,
+        slot_shm: bool | None = None,
         runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
@@ -74,6 +77,8 @@ class DockerHost(Host):
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
         self.shm_mb = shm_mb
+        if slot_shm is None:
+            slot_shm = not self._apparmor()
         self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
         self.mount_source = mount_source
         self.start_timeout = start_timeout
@@ -89,6 +94,21 @@ class DockerHost(Host):
         fcntl.flock(self._owner_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this pool lives
         self._remove_orphans()
         uidlease.sweep()
+
+    def _apparmor(self) -> bool:
+        """Whether the engine confines containers with AppArmor: its docker-default profile
+        denies mount, so a slot's keeper could not mount its own /dev/shm and the runner would
+        refuse to start. There the runners keep one /dev/shm each (docs/SANDBOX.md, finding 12)
+        unless `slot_shm=True` is asked for (with an unconfined profile of the operator's)."""
+        try:
+            options = self.client.info().get("SecurityOptions") or []
+        except Exception:  # noqa: BLE001
+            return False
+        if any("name=apparmor" in str(o) for o in options):
+            log.warning("docker engine uses AppArmor (docker-default denies mount): each runner keeps one "
+                        "/dev/shm for all its slots; pass slot_shm=True with an unconfined profile for one per slot")
+            return True
+        return False
 
     @staticmethod
     def default_image() -> str:
