@@ -7,6 +7,7 @@ supervisor; nothing it says about itself is trusted.
 
 from __future__ import annotations
 
+import array
 import atexit
 import builtins
 import gc
@@ -298,10 +299,14 @@ def _launch(ctrl: socket.socket, msg: dict) -> None:
     argv, env = msg["argv"], msg["env"]
     dup2 = os.POSIX_SPAWN_DUP2
     while True:
-        try:
-            data, fds, _flags, _addr = socket.recv_fds(ctrl, 16, 3, socket.MSG_CMSG_CLOEXEC)
+        try:  # not socket.recv_fds: it drops its flags argument (CPython 3.11)
+            data, anc, _flags, _addr = ctrl.recvmsg(16, socket.CMSG_LEN(3 * 4), socket.MSG_CMSG_CLOEXEC)
         except OSError:
             os._exit(0)
+        fds = array.array("i")
+        for level, kind, body in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(body[: len(body) - len(body) % fds.itemsize])
         if not data or len(fds) != 3:
             os._exit(0)
         try:

@@ -110,7 +110,7 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
 
 LAUNCHER_TESTS = 256  # tests one launcher starts before a fresh one (its own CPU stays far below RLIMIT_CPU)
 LAUNCHER_MIN_DATA_MB = 64  # below this a launcher's interpreter would not fit under RLIMIT_DATA: fork per test
-LOST = {"code": None, "signal": 0, "lost": True}  # the launcher went away before it said how a run ended
+LOST = {"code": 1, "signal": 0}  # the launcher went away before it said how a run ended (compared by identity)
 
 
 class Launcher:
@@ -183,7 +183,7 @@ class Launcher:
         try:
             if kind == b"P" and not self.pid and not self.error:
                 pid = int(rest)
-                if _parent_of(pid) != self.c.pid:
+                if _parent_of(pid) not in (self.c.pid, 0, None):  # 0, None: it ended (is being or was reaped)
                     return False
                 self.pid = pid
             elif kind == b"E" and not self.pid and not self.error:
@@ -233,6 +233,7 @@ class Launcher:
                 os.close(fd)
             if not self.error:
                 self._lose()
+            limits.kill_uids({ch.c_uid}, spare={self.c.pid})  # a program that killed its launcher at once
             why = os.strerror(self.error) if self.error > 0 else "the launcher did not answer"
             out.status, out.message, out.exit = "error", f"cannot run the program: {why}", None
             out.time_s = round(time.monotonic() - t0, 6)
@@ -255,8 +256,11 @@ class Launcher:
             close_fd(c, "stdin_w")
         _await_end(ch, c, clock, uid, out)
         ch.kill_candidate(c)
-        limits.kill_uids({ch.c_uid}, spare={self.c.pid})
-        if ch.exits.get(c.pid) is LOST:
+        note = ch.exits.get(c.pid)
+        if note is None or note is LOST:  # it never said how the run ended (stopped, killed): not used again
+            self._lose()
+        limits.kill_uids({ch.c_uid}, spare=set() if self.lost else {self.c.pid})
+        if note is LOST:
             out.status, out.exit = "error", None
             out.message = "the program's launcher ended before the program did (the program killed it)"
         out.time_s = round(time.monotonic() - t0, 6)
@@ -269,12 +273,14 @@ class Launcher:
         self.ch.kill_candidate(self.c)
 
 
-def _parent_of(pid: int) -> int:
+def _parent_of(pid: int) -> int | None:
+    """The parent of a living (or not yet reaped) process; 0 while it is reaped, None where there
+    is no such process (one reaped while its file is read reads as empty)."""
     try:
         data = limits.read_proc(f"/proc/{pid}/stat")
         return int(data[data.rindex(b")") + 2:].split()[1])
     except (OSError, ValueError, IndexError):
-        return 0
+        return None
 
 
 def job_env(lang: Language, scratch: str) -> dict[str, str]:
