@@ -72,6 +72,20 @@ class Limits:
     wall_factor: float = 1.0  # the wall-clock backstop, as a multiple of timeout_s (CPU time)
 
 
+def set_runtime_limits(pid: int, lim: Limits) -> None:
+    """On a fresh candidate (still ours: before it joins its memory cgroup, limits.cap_job_memory):
+    RLIMIT_DATA, and RLIMIT_CPU's soft limit a second below the hard one (its caller asks for a
+    second more, so the soft limit is the timeout rounded up + 1 s), so a program past it
+    gets SIGXCPU (a time-limit verdict) where a starved supervisor has not stopped it yet,
+    not the SIGKILL a hard limit sends (which reads as out of memory)."""
+    with contextlib.suppress(OSError, ValueError):
+        resource.prlimit(pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+    with contextlib.suppress(OSError, ValueError):  # lowering a soft limit needs no privilege
+        hard = resource.prlimit(pid, resource.RLIMIT_CPU)[1]
+        if hard != resource.RLIM_INFINITY and hard > 1:
+            resource.prlimit(pid, resource.RLIMIT_CPU, (hard - 1, hard))
+
+
 def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, scratch: str, lim: Limits) -> ScriptEnd:
     """Start `argv` as a fresh candidate (it execs it once jailed) and wait for its end."""
     meter = ch.meter
@@ -84,12 +98,11 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     before = {k: len(v) for k, v in meter.kept.items()}
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
-    rl = {"timeout_s": lim.timeout_s, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
+    rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
           "nofile": lim.nofile}
-    msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s
+    msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
     msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
-    with contextlib.suppress(OSError, ValueError):  # before it joins its memory cgroup (limits.cap_job_memory)
-        resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+    set_runtime_limits(c.pid, lim)
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
     else:
@@ -140,12 +153,11 @@ class Launcher:
         """A launcher for `argv`, jailed with the per-test limits `lim`; None where none came up."""
         c = ch.take_candidate("script")
         # the launcher is one of the uid's processes: one more, so the program keeps its nproc
-        rl = {"timeout_s": lim.timeout_s, "memory_mb": lim.as_mb, "nproc": lim.nproc + 1, "fsize_mb": lim.fsize_mb,
-              "nofile": lim.nofile}
-        msg = ch.load_message(c, "launch", "", scratch, rl, 0)  # RLIMIT_CPU: each program's, the timeout + 1 s
+        rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc + 1,
+              "fsize_mb": lim.fsize_mb, "nofile": lim.nofile}
+        msg = ch.load_message(c, "launch", "", scratch, rl, 0)  # RLIMIT_CPU: each program's, as run_process's
         msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
-        with contextlib.suppress(OSError, ValueError):
-            resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+        set_runtime_limits(c.pid, lim)
         if not (ch.send_candidate(c, msg) and ch.wait_settled(c, time.monotonic() + 10)
                 and c.channel.load.syntax_ok is True):
             ch.kill_candidate(c)

@@ -101,3 +101,11 @@ async def test_verdicts_of_one_job_over_many_launched_tests(pool):
     j.limits.stop_on_timeout = False
     r = await run(pool, j)
     assert [t.status for t in r.tests] == ["passed", "passed", "error", "failed", "timeout", "passed", "passed"], r.tests
+
+
+async def test_a_launched_program_gets_sigxcpu_before_sigkill(pool):
+    # RLIMIT_CPU: soft = the timeout rounded up + 1 s, hard one more: past the soft limit it is
+    # SIGXCPU (a time-limit verdict) even where the supervisor was too starved to stop it first
+    prog = "#include <sys/resource.h>\nint main(){ rlimit r; getrlimit(RLIMIT_CPU, &r); std::cout << r.rlim_cur << ' ' << r.rlim_max << '\\n'; }\n"
+    r = await run(pool, job(prog, [("", "2 3\n")] * 2, timeout_s=1.0))
+    assert [t.status for t in r.tests] == ["passed", "passed"], r.tests
