@@ -262,12 +262,14 @@ class Launcher:
         clock = TestClock(lim.timeout_s, lim.wall_factor, t0, None if start is None else start - own)
         before = {k: len(v) for k, v in meter.kept.items()}
         c.pending_stdin = encode_stdin(stdin)
-        if c.pending_stdin:
-            ch.sel.register(c.stdin_w, WRITE, ("cin", c))
-        else:
-            close_fd(c, "stdin_w")
-        _await_end(ch, c, clock, uid, out)
-        ch.kill_candidate(c)
+        try:
+            if c.pending_stdin:
+                ch.sel.register(c.stdin_w, WRITE, ("cin", c))
+            else:
+                close_fd(c, "stdin_w")
+            _await_end(ch, c, clock, uid, out)
+        finally:  # the client hung up (ClientGone) or we broke: its descriptors are not left behind
+            ch.kill_candidate(c)
         note = ch.exits.get(c.pid)
         if note is None or note is LOST:  # it never said how the run ended (stopped, killed): not used again
             self._lose()
