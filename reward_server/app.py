@@ -29,14 +29,17 @@ log = logging.getLogger("reward_server")
 
 
 def _make_pool(settings: Settings):
-    from sandbox import make_pool  # noqa: PLC0415
+    """One pool per runtime offered (sandbox.runtimes.RuntimePools), each sized as the settings
+    say; admission bounds their jobs together (one pool's capacity, see lifespan)."""
+    from sandbox.runtimes import RuntimePools  # noqa: PLC0415
 
     options = dict(settings.sandbox_options)
     pin = options.pop("pin_cpus", settings.pin_cpus)
     if pin is not None and not isinstance(pin, bool):
         raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
-    return make_pool(kind=settings.sandbox, size=settings.pool_size, slots=settings.pool_slots,
-                     job_memory_mb=settings.job_memory_mb, pin_cpus=pin, **options)
+    return RuntimePools(settings.sandbox, settings.runtimes, default=settings.runtime, lazy=settings.lazy_runtimes,
+                        size=settings.pool_size, slots=settings.pool_slots, job_memory_mb=settings.job_memory_mb,
+                        pin_cpus=pin, **options)
 
 
 async def _start_math(settings: Settings, math_module: Any):
@@ -72,6 +75,7 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         app.state.pool = p
         kind = getattr(getattr(p, "stats", lambda: None)(), "kind", "?")
         log.info("reward server ready", extra={"sandbox": kind, "max_inflight": max_inflight,
+                                               "runtimes": list(getattr(p, "offered", ())),
                                                "max_queued": settings.max_queued_jobs, "math": grader is not None})
         try:
             yield

@@ -23,8 +23,11 @@ def serve(
     port: int | None = typer.Option(None, help="port [env REWARD_SERVER_PORT, default 8000]"),
     sandbox: str | None = typer.Option(None, help="sandbox host: auto|docker|bwrap|socketdir [default auto]"),
     pool: int | None = typer.Option(None, "--pool", help="runners in the pool [default: the host's choice]"),
+    runtime: str | None = typer.Option(None, help="runtime of code tasks that name none: python|sci [env REWARD_SERVER_RUNTIME, default python]"),
+    runtimes: str | None = typer.Option(None, help="runtimes requests may name, e.g. python,sci [env REWARD_SERVER_RUNTIMES, default: every one built here]"),
     sandbox_option: list[str] = typer.Option([], "--sandbox-option", help="extra host option KEY=VALUE (JSON value), repeatable"),
     socket_dir: str | None = typer.Option(None, help="socketdir host: directory of runner sockets [env REWARD_SERVER_SOCKET_DIR, default /run/sandbox]"),
+    lazy_runtimes: bool | None = typer.Option(None, "--lazy-runtimes/--eager-runtimes", help="start a non-default runtime's pool on its first job (default), or every offered pool at start-up [env REWARD_SERVER_LAZY_RUNTIMES]"),
     max_items: int | None = typer.Option(None, help="items per request"),
     max_body_bytes: int | None = typer.Option(None, help="request body cap (413 beyond)"),
     max_inflight: int | None = typer.Option(None, help="jobs running at once [default: pool capacity]"),
@@ -43,12 +46,15 @@ def serve(
     from reward_server.logs import configure_logging  # noqa: PLC0415
 
     overrides = {
-        "host": host, "port": port, "sandbox": sandbox, "pool_size": pool, "max_items_per_request": max_items,
+        "host": host, "port": port, "sandbox": sandbox, "pool_size": pool, "runtime": runtime, "runtimes": runtimes,
+        "max_items_per_request": max_items,
         "max_body_bytes": max_body_bytes, "max_inflight_jobs": max_inflight, "max_queued_jobs": max_queued,
         "max_timeout_s": max_timeout_s, "max_memory_mb": max_memory_mb, "auth_token": auth_token,
         "math_workers": math_workers, "log_level": log_level,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
+    if lazy_runtimes is not None:
+        overrides["lazy_runtimes"] = lazy_runtimes
     if text_logs:
         overrides["log_json"] = False
     if sandbox_option:

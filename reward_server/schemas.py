@@ -68,6 +68,10 @@ class CodeTask(BaseModel):
     type: Literal["code"] = "code"
     language: Language = Field("python", description="python, cpp, java, go, rust, javascript (or a name "
                                "SandboxFusion clients send: nodejs, c++ ...); other than python: stdio tests")
+    runtime: str | None = Field(
+        None, max_length=64, description="the packages the program may import: python (the standard library) or sci "
+        "(numpy, scipy, sympy, pandas, networkx...); default: the server's (--runtime); /readyz lists those offered",
+    )
     tests: TestsSpec
     timeout_s: float | None = Field(None, gt=0, description="per-test CPU-time limit (server default 5 s); the wall "
                                     "clock is a backstop at `wall_factor` times it")

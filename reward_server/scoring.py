@@ -15,10 +15,11 @@ import time
 from typing import Any
 
 from reward_server.admission import ClientGone
-from reward_server.errors import InvalidRequest, RequestRejected, error
+from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
 from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
+from sandbox import runtimes
 from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
 
 log = logging.getLogger("reward_server.scoring")
@@ -75,6 +76,37 @@ class Scorer:
         self.metrics = metrics
         self.infra_error = _infra_error_type()
         self.default_limits = Limits(wall_factor=settings.wall_factor)  # a task's own fields override it
+
+    # ------------------------------------------------------------------ runtimes
+    @property
+    def default_runtime(self) -> str:
+        """What a code task that names no runtime runs on: the pools' default (--runtime)."""
+        return getattr(self.pool, "default", None) or self.settings.runtime
+
+    def runtime_refusal(self, name: str, language: str = "python") -> str | None:
+        """Why a job on runtime `name` is refused here (None: accepted). A single pool the
+        caller made runs the server's default runtime only."""
+        if language != "python" and name != runtimes.DEFAULT:
+            return (f"runtime {name!r} is a set of Python packages; a {language} program runs on "
+                    f"{runtimes.DEFAULT!r} (leave runtime unset)")
+        offered = getattr(self.pool, "offered", None) or (self.default_runtime,)
+        if name in offered:
+            return None
+        refusal = getattr(self.pool, "refusal", None)
+        return refusal(name) if callable(refusal) else f"runtime {name!r} is not offered (available: {', '.join(offered)})"
+
+    def resolve_runtime(self, name: str | None, loc: list, language: str = "python") -> str:
+        """The runtime a request names, else the default, or a 422 at `loc` listing the
+        available ones. A runtime's packages are Python's: a program in another language runs
+        on the lean runtime (where the toolchains are) whenever this server offers it."""
+        if name is None:
+            if language != "python" and self.runtime_refusal(runtimes.DEFAULT) is None:
+                return runtimes.DEFAULT
+            return self.default_runtime
+        why = self.runtime_refusal(name, language)
+        if why is not None:
+            raise invalid(loc, why, "runtime_unavailable")
+        return name
 
     # ------------------------------------------------------------------ the road in
     async def score(
@@ -144,6 +176,8 @@ class Scorer:
                     errors.append(error([field, i, "task", "timeout_s"], f"at most {s.max_timeout_s}", "less_than_equal"))
                 if t.memory_mb is not None and t.memory_mb > s.max_memory_mb:
                     errors.append(error([field, i, "task", "memory_mb"], f"at most {s.max_memory_mb}", "less_than_equal"))
+                if t.runtime is not None and (why := self.runtime_refusal(t.runtime, t.language)) is not None:
+                    errors.append(error([field, i, "task", "runtime"], why, "runtime_unavailable"))
             if len(errors) >= _MAX_ERRORS:
                 break
         if errors:
@@ -199,7 +233,9 @@ class Scorer:
                 "wall_s": 0.0, "runner": "", "flags": [],
             }
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
-        job = build_job(escape_surrogates(program), task, self.default_limits)
+        # a named runtime was checked by check_limits (one whose lazy start failed since is the pool's InfraError)
+        runtime = task.runtime or self.resolve_runtime(None, ["task", "runtime"], task.language)
+        job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
         try:
             async with self.admission.slot():
                 result = await self.pool.run(job)

@@ -6,10 +6,12 @@ outside: `REWARD_SERVER_MAX_QUEUED_JOBS=10000 reward-server serve`.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from sandbox import runtimes as sandbox_runtimes
 
 SandboxKind = Literal["auto", "docker", "bwrap", "socketdir"]
 
@@ -46,6 +48,19 @@ class Settings(BaseSettings):
     job_memory_mb: int = Field(256, ge=16, description="memory one job is budgeted when sizing the pool by default")
     wall_factor: float = Field(3.0, ge=1, le=20, description="default wall-clock backstop per test, in multiples of "
                                "its CPU-time limit (a task's `wall_factor` overrides it; /run_code uses 1)")
+    runtime: str = Field(
+        sandbox_runtimes.DEFAULT, description="runtime of the code tasks that do not name one: python (the standard "
+        "library) or sci (numpy, scipy, sympy, pandas, networkx...; sandbox/runtimes); it must be built on this host",
+    )
+    runtimes: Annotated[tuple[str, ...] | None, NoDecode] = Field(
+        None, description="runtimes a request may name, comma-separated (default: the default one plus every runtime "
+        "built on this host); one not built is listed unavailable on /readyz and refused with a 422",
+    )
+    lazy_runtimes: bool = Field(
+        True, description="start a non-default runtime's pool on its first job (its first request waits ~2-3 s) "
+        "instead of at start-up; false starts every offered pool at start-up (each pool is as many runners as the "
+        "default one: ~2-3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/RUNTIMES.md)",
+    )
     sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
     pin_cpus: bool | None = Field(
         None,
@@ -72,6 +87,22 @@ class Settings(BaseSettings):
     auth_token: SecretStr | None = Field(None, description="when set, every route but the health checks needs it")
 
     default_weights: Weights = Field(default_factory=Weights)
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, v: str) -> str:
+        return sandbox_runtimes.get(v).name
+
+    @field_validator("runtimes", mode="before")
+    @classmethod
+    def _runtime_list(cls, v: Any) -> Any:
+        """`python,sci` (a flag, the environment) or a list; each a known runtime."""
+        if isinstance(v, str):
+            v = [n.strip() for n in v.split(",") if n.strip()]
+        if isinstance(v, (list, tuple)):
+            for n in v:
+                sandbox_runtimes.get(n)
+        return v
 
     @field_validator("auth_token")
     @classmethod

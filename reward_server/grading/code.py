@@ -106,7 +106,8 @@ def extract_code(completion: str, options: ExtractOptions | None = None, languag
     return blocks[0].code, "first_fence"
 
 
-def build_job(program: str, task: CodeTask, default_limits: Limits | None = None) -> Job:
+def build_job(program: str, task: CodeTask, default_limits: Limits | None = None, runtime: str | None = None) -> Job:
+    """The sandbox job of a task, on `runtime` (the server resolves the task's field), else the task's."""
     limits = default_limits or Limits()
     update: dict[str, float | int] = {}
     if task.timeout_s is not None:
@@ -124,7 +125,9 @@ def build_job(program: str, task: CodeTask, default_limits: Limits | None = None
         # a HumanEval prompt given as the program's prefix is also the task's: its helpers
         # (HumanEval/38's encode_cyclic) then run on the trusted side, not the program's
         tests = tests.model_copy(update={"prompt": task.prefix})
-    return Job(program=task.prefix + program, language=task.language, tests=tests, limits=limits)
+    runtime = runtime or task.runtime
+    return Job(program=task.prefix + program, language=task.language, tests=tests, limits=limits,
+               **({"runtime": runtime} if runtime else {}))
 
 
 def shape_reward(result: JobResult, weights: Weights) -> float:

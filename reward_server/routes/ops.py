@@ -18,7 +18,7 @@ async def healthz():
     return {"status": "ok"}
 
 
-@router.get("/readyz", summary="Readiness: the sandbox pool has live runners",
+@router.get("/readyz", summary="Readiness: the default runtime's sandbox pool has live runners",
             responses={503: {"description": "not ready: no live runner, or shutting down (same body)"}})
 async def readyz(request: Request):
     st = request.app.state
@@ -32,6 +32,10 @@ async def readyz(request: Request):
     if p is not None:
         with contextlib.suppress(Exception):
             body["pool"] = json.loads(p.stats().model_dump_json())
+        body["default_runtime"] = getattr(p, "default", None) or st.settings.runtime
+        with contextlib.suppress(Exception):  # each runtime: ready / idle / down / unavailable (why) / not offered
+            body["runtimes"] = p.status() if hasattr(p, "status") else {body["default_runtime"]: {
+                "default": True, "state": "ready" if getattr(p, "ready", False) else "down"}}
     return JSONResponse(status_code=200 if ready else 503, content=body)
 
 

@@ -54,6 +54,8 @@ class RunCodeRequest(BaseModel):
     stdin: str | None = None
     files: dict[str, str | None] = Field(default_factory=dict, description="path -> base64 content (null: skipped)")
     fetch_files: list[str] = Field(default_factory=list)
+    runtime: str | None = Field(None, max_length=64, description="extension (SandboxFusion clients never send it): "
+                                "python or sci (numpy, scipy, ...); default: the server's --runtime")
 
     @field_validator("code", mode="before")
     @classmethod
@@ -137,7 +139,7 @@ def _unsupported(name: object) -> str:
     return f"language {name!r} is not supported by this sandbox (python, {', '.join(languages.names())})"
 
 
-def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest, str]:
+def _exec_request(req: RunCodeRequest, settings: Settings, runtime: str) -> tuple[ExecRequest, str]:
     """The sandbox request (or 422 naming the field) and a note on limits that were capped."""
     if len(req.code) > settings.max_code_bytes or len(req.code.encode()) > settings.max_code_bytes:
         raise invalid(["code"], f"longer than {settings.max_code_bytes} bytes", "too_long")
@@ -157,7 +159,7 @@ def _exec_request(req: RunCodeRequest, settings: Settings) -> tuple[ExecRequest,
     names = [k for k, v in req.files.items() if v is not None]
     try:
         ereq = ExecRequest(
-            program=req.code, language=_language(req.language) or "python", stdin=req.stdin or "",
+            program=req.code, language=_language(req.language) or "python", runtime=runtime, stdin=req.stdin or "",
             files=[{"path": k, "content_b64": req.files[k]} for k in names],
             fetch_files=list(req.fetch_files), limits=Limits(**limits),
         )
@@ -193,9 +195,11 @@ async def run_code(request: Request):
     st = request.app.state
     settings: Settings = st.settings
     req = await parse_body(request, RunCodeRequest, escape=False)
-    if _language(req.language) is None:
+    language = _language(req.language)
+    if language is None:
         return _sandbox_error(_unsupported(req.language))
-    ereq, note = await asyncio.to_thread(_exec_request, req, settings)  # base64 checks: off the loop
+    runtime = st.scorer.resolve_runtime(req.runtime, ["runtime"], language)
+    ereq, note = await asyncio.to_thread(_exec_request, req, settings, runtime)  # base64 checks: off the loop
     out = await _run(st.scorer, ereq)
     if note:
         out.message = f"{out.message}; {note}" if out.message else note
@@ -218,6 +222,7 @@ class SubmitConfig(BaseModel):
     run_timeout: float | None = Field(None, ge=0, allow_inf_nan=False)
     provided_data: dict[str, Any] | list[dict[str, Any]] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
+    runtime: str | None = Field(None, max_length=64, description="extension, as /run_code's: python or sci")
 
 
 class SubmitRequest(BaseModel):
@@ -289,6 +294,8 @@ async def submit(request: Request):
         raise invalid(["config", "language"], _unsupported(cfg.language))
     task: dict[str, Any] = {"type": "code", "language": language,
                             "tests": {"kind": "stdio", "cases": _stdio_cases(cfg)}}
+    if cfg.runtime is not None:
+        task["runtime"] = st.scorer.resolve_runtime(cfg.runtime, ["config", "runtime"], language)
     st.scorer.check_raw_tasks([(["config", "provided_data", "test"], task)])
     if cfg.run_timeout:
         task["timeout_s"] = min(float(cfg.run_timeout), settings.max_timeout_s)

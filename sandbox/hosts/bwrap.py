@@ -13,7 +13,9 @@ small tmpfs, and the runner dies with its parent. Per runner, the host also
 - gives each slot a scratch tmpfs of its own with byte and inode quotas, mounted in a
   private mount namespace before bwrap starts (`mountns.py`: bwrap cannot set nr_inodes);
 - makes a memory cgroup per slot (cgroup v1 or v2 where writable), bound into the sandbox,
-  which the slot's spawner joins: one job's processes share one memory cap.
+  which the slot's spawner joins: one job's processes share one memory cap;
+- lets the runner start with CAP_SYS_ADMIN, which it needs once to give each slot a /dev/shm
+  of its own (`sandbox.runner.slotns`) and drops before it binds its socket.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from pathlib import Path
 from sandbox import runtimes
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import limits as runner_limits
-from sandbox.runner import uidlease
+from sandbox.runner import slotns, uidlease
 from sandbox.runner.languages import packages, pch, typescript
 from sandbox.runner.languages.table import TABLE, TYPESCRIPT_IN_TREE
 
@@ -43,6 +45,9 @@ from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartErr
 
 # SETPCAP: the spawner empties the bounding set
 RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_SETPCAP")
+# held only while the runner starts: each slot's keeper mounts a /dev/shm of its own in a mount
+# namespace of its own, then every runner process drops it (sandbox.runner.slotns)
+STARTUP_CAPS = ("CAP_SYS_ADMIN",)
 CODE_ROOT = "/opt/verireward"
 SCRATCH_BASE = "/tmp/sbx"
 MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controller, else v2
@@ -130,7 +135,7 @@ def toolchain_view() -> packages.View | None:
     return packages.view(list(TABLE))
 
 
-SHM_MODE = "01733"  # write and search for all, list for nobody, sticky: a job finds only the names it made
+SHM_MODE = f"{slotns.SHM_MODE:05o}"
 
 
 @functools.cache
@@ -158,10 +163,13 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
 def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
                   uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
                   toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
-                  runtime: str = "python", usr_stage: str | None = None) -> list[str]:
+                  slot_shm: slotns.ShmSpec | None = None, runtime: str = "python",
+                  usr_stage: str | None = None) -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it;
+    `slot_shm`: each slot's own /dev/shm (as root only: it takes CAP_SYS_ADMIN at start-up),
+    else one of `shm_mb` for the runner;
     `usr_stage`: a host directory where mountns.py builds the view of /usr (every bind and
     link below /usr, listed in `usr_stage`.spec, written here), bound at /usr in one mount:
     bwrap reads the mount table once per bind, so a thousand binds of its own take seconds."""
@@ -231,8 +239,9 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     cmd += [
         "--proc", "/proc",
         "--dev", "/dev",
-        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; what a job
-        # leaves there is removed after it (limits.remove_files_of)
+        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; with slot_shm
+        # each slot's keeper mounts one of its own over this one (sandbox.runner.slotns); what
+        # a job leaves there is removed after it (limits.remove_files_of)
         "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
@@ -243,9 +252,10 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     if memcg_dir is not None:
         cmd += ["--bind", memcg_dir, runner_limits.JOB_CGROUP_DIR]
     cmd += ["--chdir", "/"]
+    slot_shm = slot_shm if os.geteuid() == 0 else None
     if os.geteuid() == 0:
         cmd += ["--cap-drop", "ALL"]
-        for cap in RUNNER_CAPS:
+        for cap in RUNNER_CAPS + (STARTUP_CAPS if slot_shm else ()):
             cmd += ["--cap-add", cap]
     cmd += [
         "--", python, "-I", "-S", "-c",
@@ -253,6 +263,8 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", SCRATCH_BASE,
         "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base),
     ]
+    if slot_shm is not None:
+        cmd += ["--slot-shm", slot_shm.arg()]
     return cmd
 
 
@@ -359,8 +371,12 @@ class BwrapHost(Host):
 
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
                  scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
-                 languages: bool = False, runtime: str = "python") -> None:
+                 languages: bool = False, runtime: str = "python", slot_shm: bool = True,
+                 shm_mb: int = 64, shm_inodes: int = 4096) -> None:
         self.slots = slots
+        # each slot's /dev/shm (per slot, as root; else one of shm_mb for the runner)
+        self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
+        self.shm_mb = shm_mb
         self.tmp_mb = tmp_mb
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
@@ -393,7 +409,7 @@ class BwrapHost(Host):
         cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                             scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
                             toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
-                            runtime=self.runtime, usr_stage=stage)
+                            runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,

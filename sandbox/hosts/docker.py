@@ -20,17 +20,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import tempfile
 import uuid
 
-from sandbox.runner import uidlease
+from sandbox.runner import slotns, uidlease
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
+log = logging.getLogger(__name__)
+
 # SETPCAP: the spawner empties the bounding set before it forks any candidate
 RUNNER_CAPS = ["SETUID", "SETGID", "KILL", "CHOWN", "DAC_OVERRIDE", "FOWNER", "SETPCAP"]
+# only while the runner starts: each slot's keeper mounts a /dev/shm of its own in a mount namespace
+# of its own, then every runner process drops it for good (sandbox.runner.slotns)
+STARTUP_CAPS = ["SYS_ADMIN"]
 DEFAULT_IMAGE = "verireward-sandbox:latest"
 LABEL = "verireward.runner"
 
@@ -50,6 +56,8 @@ class DockerHost(Host):
         scratch_mb: int = 256,
         scratch_inodes: int = 16384,
         shm_mb: int = 64,
+        shm_inodes: int = 4096,
+        slot_shm: bool | None = None,
         runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
@@ -69,6 +77,9 @@ class DockerHost(Host):
         self.scratch_mb = scratch_mb
         self.scratch_inodes = scratch_inodes
         self.shm_mb = shm_mb
+        if slot_shm is None:
+            slot_shm = not self._apparmor()
+        self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
         self.mount_source = mount_source
         self.start_timeout = start_timeout
         self.pool_id = uuid.uuid4().hex
@@ -83,6 +94,21 @@ class DockerHost(Host):
         fcntl.flock(self._owner_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held while this pool lives
         self._remove_orphans()
         uidlease.sweep()
+
+    def _apparmor(self) -> bool:
+        """Whether the engine confines containers with AppArmor: its docker-default profile
+        denies mount, so a slot's keeper could not mount its own /dev/shm and the runner would
+        refuse to start. There the runners keep one /dev/shm each (docs/SANDBOX.md, finding 12)
+        unless `slot_shm=True` is asked for (with an unconfined profile of the operator's)."""
+        try:
+            options = self.client.info().get("SecurityOptions") or []
+        except Exception:  # noqa: BLE001
+            return False
+        if any("name=apparmor" in str(o) for o in options):
+            log.warning("docker engine uses AppArmor (docker-default denies mount): each runner keeps one "
+                        "/dev/shm for all its slots; pass slot_shm=True with an unconfined profile for one per slot")
+            return True
+        return False
 
     @staticmethod
     def default_image() -> str:
@@ -144,6 +170,7 @@ class DockerHost(Host):
             "command": [
                 "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(self.slots),
                 "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward", "--uid-base", str(uid_base),
+                *(["--slot-shm", self.slot_shm.arg()] if self.slot_shm else []),
             ],
             "detach": True,
             "name": f"verireward-runner-{self.pool_id}-{index}-{uuid.uuid4().hex[:4]}",
@@ -154,7 +181,8 @@ class DockerHost(Host):
             # Docker forces a /tmp tmpfs to mode 1777, so scratch lives on its own tmpfs and /tmp
             # stays part of the read-only root; a closed /dev/mqueue. /dev/shm (POSIX semaphores and
             # shared memory: multiprocessing) is a tmpfs of its own, not the IPC namespace's (ipc
-            # none), mode 1733: a job finds only the names it made; cleaned after each job.
+            # none), mode 1733: a job finds only the names it made; cleaned after each job. With
+            # slot_shm each slot's keeper mounts one of its own over it (the runner's own is unused).
             # Each slot's scratch is a tmpfs of its own: one job filling it (bytes or inodes)
             # gives no other ENOSPC, and its clean-up is bounded by its inode count.
             "tmpfs": {
@@ -168,12 +196,12 @@ class DockerHost(Host):
                 # place built programs are run from (Docker's tmpfs is noexec unless told)
                 "/scratch/sbx-cache": "rw,exec,nosuid,nodev,size=128m,mode=711",
                 "/dev/mqueue": "rw,nosuid,nodev,noexec,size=4k,mode=755",
-                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode=1733",
+                "/dev/shm": f"rw,nosuid,nodev,noexec,size={self.shm_mb}m,mode={slotns.SHM_MODE:o}",
             },
             "ipc_mode": "none",
             "volumes": volumes,
             "cap_drop": ["ALL"],
-            "cap_add": RUNNER_CAPS,
+            "cap_add": RUNNER_CAPS + (STARTUP_CAPS if self.slot_shm else []),
             "security_opt": ["no-new-privileges"],
             "pids_limit": self.pids,
             "mem_limit": f"{self.memory_mb}m",

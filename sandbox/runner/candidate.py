@@ -7,6 +7,7 @@ supervisor; nothing it says about itself is trusted.
 
 from __future__ import annotations
 
+import array
 import atexit
 import builtins
 import gc
@@ -230,6 +231,8 @@ def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> 
         _enter_jail(first)
         if first["op"] == "execve":
             _execve(ctrl, first)  # a compiler or a compiled program (sandbox/runner/compiled.py)
+        if first["op"] == "launch":
+            _launch(ctrl, first)  # a compiled program once per test, from this one jail
         if first["op"] == "main":
             code = _run_main(ctrl, first)
         else:
@@ -257,15 +260,20 @@ def _enter_jail(msg: dict) -> None:
     limits.drop_privileges(msg["uid"])
 
 
-def _execve(ctrl: socket.socket, msg: dict) -> None:
-    """Become the program `msg["argv"]` names: the limits the runtime needs (RLIMIT_DATA, a
-    stack) on top of the jail's, the one frame a script run sends (nothing of the program has
-    run yet), then exec; the kernel's exit status is what the supervisor reads. Returns never."""
+def _runtime_limits(msg: dict) -> None:
+    """The limits a compiled program's runtime needs (RLIMIT_DATA, a stack) on top of the jail's."""
     for kind, mb in ((resource.RLIMIT_DATA, msg["data_mb"]), (resource.RLIMIT_STACK, msg["stack_mb"])):
         if mb:
             hard = resource.getrlimit(kind)[1]
             want = mb * limits.MB if hard == resource.RLIM_INFINITY else min(mb * limits.MB, hard)
             resource.setrlimit(kind, (want, want))
+
+
+def _execve(ctrl: socket.socket, msg: dict) -> None:
+    """Become the program `msg["argv"]` names: its runtime's limits, the one frame a script run
+    sends (nothing of the program has run yet), then exec; the kernel's exit status is what
+    the supervisor reads. Returns never."""
+    _runtime_limits(msg)
     framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
     ctrl.close()
     argv = msg["argv"]
@@ -274,6 +282,48 @@ def _execve(ctrl: socket.socket, msg: dict) -> None:
     except OSError as exc:
         os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
     os._exit(127)
+
+
+def _launch(ctrl: socket.socket, msg: dict) -> None:
+    """A launcher: this jailed process (the job's uid, limits, Landlock domain, cgroup, seccomp
+    filter, scratch as cwd) starts `msg["argv"]` once per request, as a child of its own that
+    inherits all of it, through posix_spawn (vfork + exec in C: no Python runs in the child,
+    no page of ours is copied), on the three pipe ends the supervisor sends with the request
+    (SCM_RIGHTS, received close-on-exec: the child has those three on 0-2 and nothing else). Per
+    request it says b"P<pid>\\n" (or b"E<errno>\\n"), then b"X<pid> <code> <signal>\\n" once the
+    child ended, from its own waitpid. The supervisor checks that the pid is our child and
+    kills the job's other processes between tests. Returns never."""
+    _runtime_limits(msg)
+    framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
+    ctrl.setblocking(True)
+    argv, env = msg["argv"], msg["env"]
+    dup2 = os.POSIX_SPAWN_DUP2
+    while True:
+        try:  # not socket.recv_fds: it drops its flags argument (CPython 3.11)
+            data, anc, _flags, _addr = ctrl.recvmsg(16, socket.CMSG_LEN(3 * 4), socket.MSG_CMSG_CLOEXEC)
+        except OSError:
+            os._exit(0)
+        fds = array.array("i")
+        for level, kind, body in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(body[: len(body) - len(body) % fds.itemsize])
+        if not data or len(fds) != 3:
+            os._exit(0)
+        try:
+            pid = os.posix_spawn(argv[0], argv, env, setsid=True,
+                                 file_actions=[(dup2, fds[0], 0), (dup2, fds[1], 1), (dup2, fds[2], 2)])
+            said = b"P%d\n" % pid
+        except OSError as exc:
+            pid, said = 0, b"E%d\n" % (exc.errno or 0)
+        for fd in fds:
+            os.close(fd)
+        ctrl.sendall(said)
+        if pid:
+            _, status = os.waitpid(pid, 0)
+            if os.WIFSIGNALED(status):
+                ctrl.sendall(b"X%d 0 %d\n" % (pid, os.WTERMSIG(status)))
+            else:
+                ctrl.sendall(b"X%d %d 0\n" % (pid, os.WEXITSTATUS(status)))
 
 
 def _write_program(scratch: str, program: str) -> str:

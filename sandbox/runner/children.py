@@ -44,7 +44,8 @@ class ClientGone(Exception):
 class Candidate:
     """One candidate process and the descriptors we hold to it."""
 
-    def __init__(self, pid: int, ctrl: socket.socket, stdin_w: int, stdout_r: int, stderr_r: int, mode: str) -> None:
+    def __init__(self, pid: int, ctrl: socket.socket | None, stdin_w: int, stdout_r: int, stderr_r: int,
+                 mode: str) -> None:
         self.pid = pid
         self.ctrl = ctrl
         self.stdin_w = stdin_w
@@ -208,6 +209,8 @@ class Children:
                 self._read_verdict(obj)
             elif kind == "client":
                 self._client_readable(obj)
+            elif kind == "call":  # a descriptor a job reads itself (compiled.Launcher)
+                obj()
 
     def watch_client(self, conn: socket.socket | None) -> None:
         """While a job runs, notice its client hanging up (it sends nothing until the answer);
@@ -355,12 +358,14 @@ class Children:
         if not c.killed:
             c.killed = True
             limits.kill_group(c.pid)
-            self.dying.append(c.pid)
-        self.sel.unregister(c.ctrl)
-        try:
-            c.ctrl.close()
-        except OSError:
-            pass
+            if c.ctrl is not None:  # the spawner's child (a launched program: its launcher's, compiled.py)
+                self.dying.append(c.pid)
+        if c.ctrl is not None:
+            self.sel.unregister(c.ctrl)
+            try:
+                c.ctrl.close()
+            except OSError:
+                pass
         for attr in ("stdin_w", "stdout_r", "stderr_r"):
             fd = getattr(c, attr)
             if fd >= 0:

@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import hashlib
 import os
 import resource
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import languages, limits
-from .children import WRITE, Children, OutputMeter, close_fd
+from . import languages, limits, spawner
+from .children import READ, WRITE, Candidate, Children, OutputMeter, close_fd
 from .compile_cache import CompileCache
-from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
+from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
 from .languages import Language, harness
 from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin
 
@@ -50,6 +52,12 @@ def pch_flags() -> str:
     return f"-I {PCH_DIR}" if os.path.exists(os.path.join(PCH_DIR, "bits", "stdc++.h.gch")) else ""
 
 
+def linker_flags() -> str:
+    """-fuse-ld=gold where binutils ships gold (Debian's does): a static C++ link costs ~50 ms
+    of CPU with it against ~100 ms with ld.bfd, the same binary semantics; none elsewhere."""
+    return "-fuse-ld=gold" if languages.resolve("ld.gold") else ""
+
+
 @dataclass
 class Limits:
     """One process's limits, as RLIMITs."""
@@ -64,6 +72,20 @@ class Limits:
     wall_factor: float = 1.0  # the wall-clock backstop, as a multiple of timeout_s (CPU time)
 
 
+def set_runtime_limits(pid: int, lim: Limits) -> None:
+    """On a fresh candidate (still ours: before it joins its memory cgroup, limits.cap_job_memory):
+    RLIMIT_DATA, and RLIMIT_CPU's soft limit a second below the hard one (its caller asks for a
+    second more, so the soft limit is the timeout rounded up + 1 s), so a program past it
+    gets SIGXCPU (a time-limit verdict) where a starved supervisor has not stopped it yet,
+    not the SIGKILL a hard limit sends (which reads as out of memory)."""
+    with contextlib.suppress(OSError, ValueError):
+        resource.prlimit(pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+    with contextlib.suppress(OSError, ValueError):  # lowering a soft limit needs no privilege
+        hard = resource.prlimit(pid, resource.RLIMIT_CPU)[1]
+        if hard != resource.RLIM_INFINITY and hard > 1:
+            resource.prlimit(pid, resource.RLIMIT_CPU, (hard - 1, hard))
+
+
 def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, scratch: str, lim: Limits) -> ScriptEnd:
     """Start `argv` as a fresh candidate (it execs it once jailed) and wait for its end."""
     meter = ch.meter
@@ -76,12 +98,11 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     before = {k: len(v) for k, v in meter.kept.items()}
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
-    rl = {"timeout_s": lim.timeout_s, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
+    rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
           "nofile": lim.nofile}
-    msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s
+    msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
     msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
-    with contextlib.suppress(OSError, ValueError):  # before it joins its memory cgroup (limits.cap_job_memory)
-        resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+    set_runtime_limits(c.pid, lim)
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
     else:
@@ -98,6 +119,182 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
     out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
     return out
+
+
+LAUNCHER_TESTS = 256  # tests one launcher starts before a fresh one (its own CPU stays far below RLIMIT_CPU)
+LAUNCHER_MIN_DATA_MB = 64  # below this a launcher's interpreter would not fit under RLIMIT_DATA: fork per test
+LOST = {"code": 1, "signal": 0}  # the launcher went away before it said how a run ended (compared by identity)
+
+
+class Launcher:
+    """A jailed candidate that starts the job's program once per test (candidate._launch).
+
+    Every jail step is the candidate's own, made once per job instead of once per test: the
+    job's uid, its rlimits (set here with prlimit, as for any candidate), RLIMIT_DATA and the
+    stack, the slot's memory cgroup, the Landlock domain and the seccomp filter, the scratch as
+    cwd. Each program is its child by posix_spawn and inherits all of it; so a test costs an
+    exec, not a fork of a Python process plus its copied pages (issue 17: 2.6 -> ~1 ms).
+    The launcher runs as the job's uid, so a program may kill it (its own test then fails and
+    the next test gets a fresh launcher), but not forge what it says: ptrace and
+    process_vm_* are refused by the filter and a process that changed its uid is not
+    dumpable, so nothing of the job can write into it; its pids are checked to be its children."""
+
+    def __init__(self, ch: Children, c: Candidate) -> None:
+        self.ch = ch
+        self.c = c
+        self.buf = b""
+        self.pid = 0  # the program it started for the test that runs now
+        self.error = 0  # errno of a spawn that failed
+        self.lost = False
+        self.started = 0
+
+    @classmethod
+    def start(cls, ch: Children, argv: list[str], env: dict[str, str], scratch: str, lim: Limits) -> Launcher | None:
+        """A launcher for `argv`, jailed with the per-test limits `lim`; None where none came up."""
+        c = ch.take_candidate("script")
+        # the launcher is one of the uid's processes: one more, so the program keeps its nproc
+        rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc + 1,
+              "fsize_mb": lim.fsize_mb, "nofile": lim.nofile}
+        msg = ch.load_message(c, "launch", "", scratch, rl, 0)  # RLIMIT_CPU: each program's, as run_process's
+        msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
+        set_runtime_limits(c.pid, lim)
+        if not (ch.send_candidate(c, msg) and ch.wait_settled(c, time.monotonic() + 10)
+                and c.channel.load.syntax_ok is True):
+            ch.kill_candidate(c)
+            return None
+        # from here on its channel carries the launcher's short lines, read by us, not the loader's frame
+        ch.sel.unregister(c.ctrl)
+        for attr in ("stdin_w", "stdout_r", "stderr_r"):  # its own pipes: nobody reads them
+            ch.sel.unregister(getattr(c, attr))
+            close_fd(c, attr)
+        launcher = cls(ch, c)
+        ch.sel.register(c.ctrl, READ, ("call", launcher.readable))
+        return launcher
+
+    def usable(self) -> bool:
+        return not self.lost and not self.c.killed and self.c.pid not in self.ch.exits and self.started < LAUNCHER_TESTS
+
+    def readable(self) -> None:
+        try:
+            data = self.c.ctrl.recv(4096)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        self.buf += data
+        while data and b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            if not self._note(line):
+                data = b""
+        if not data or len(self.buf) > 64:
+            self._lose()
+
+    def _note(self, line: bytes) -> bool:
+        """One line of the launcher's; False where it is not one it may say now."""
+        kind, rest = line[:1], line[1:]
+        try:
+            if kind == b"P" and not self.pid and not self.error:
+                pid = int(rest)
+                if _parent_of(pid) not in (self.c.pid, 0, None):  # 0, None: it ended (is being or was reaped)
+                    return False
+                self.pid = pid
+            elif kind == b"E" and not self.pid and not self.error:
+                self.error = int(rest) or -1
+            elif kind == b"X" and self.pid:
+                pid, code, sig = (int(x) for x in rest.split())
+                if pid != self.pid or self.pid in self.ch.exits:
+                    return False
+                self.ch.exits[pid] = {"code": code, "signal": sig}
+            else:
+                return False
+        except ValueError:
+            return False
+        return True
+
+    def _lose(self) -> None:
+        if not self.lost:
+            self.lost = True
+            self.ch.sel.unregister(self.c.ctrl)
+            if self.pid and self.pid not in self.ch.exits:
+                self.ch.exits[self.pid] = LOST
+
+    def run(self, stdin: str, lim: Limits) -> ScriptEnd:
+        """One test: the program started by the launcher on fresh pipes, judged as run_process does."""
+        ch, meter, out = self.ch, self.ch.meter, ScriptEnd()
+        self.pid, self.error, self.started = 0, 0, self.started + 1
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        for fd in (out_w, err_w):  # as the spawner makes a candidate's (spawner.py)
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, spawner.F_SETPIPE_SZ, spawner.PIPE_BYTES)
+        try:
+            socket.send_fds(self.c.ctrl, [b"R"], [in_r, out_w, err_w])
+        except OSError:
+            self._lose()
+        finally:
+            for fd in (in_r, out_w, err_w):
+                os.close(fd)
+        meter.start_unit()
+        t0 = time.monotonic()
+        deadline = t0 + 10
+        while not (self.pid or self.error or self.lost) and time.monotonic() < deadline:
+            ch.pump(deadline - time.monotonic())
+        if not self.pid:
+            for fd in (in_w, out_r, err_r):
+                os.close(fd)
+            if not self.error:
+                self._lose()
+            limits.kill_uids({ch.c_uid}, spare={self.c.pid})  # a program that killed its launcher at once
+            why = os.strerror(self.error) if self.error > 0 else "the launcher did not answer"
+            out.status, out.message, out.exit = "error", f"cannot run the program: {why}", None
+            out.time_s = round(time.monotonic() - t0, 6)
+            return out
+        c = Candidate(self.pid, None, in_w, out_r, err_r, "script")
+        for fd in (in_w, out_r, err_r):
+            os.set_blocking(fd, False)
+        ch.sel.register(out_r, READ, ("cout", c))
+        ch.sel.register(err_r, READ, ("cerr", c))
+        uid = ch.c_uid if limits.can_switch_uid() else None
+        # the program's CPU counts from its exec (it has run a moment already); the launcher's is in the rest
+        own = process_cpu_s(c.pid) or 0.0
+        start = tree_cpu_s(c.pid, uid)
+        clock = TestClock(lim.timeout_s, lim.wall_factor, t0, None if start is None else start - own)
+        before = {k: len(v) for k, v in meter.kept.items()}
+        c.pending_stdin = encode_stdin(stdin)
+        try:
+            if c.pending_stdin:
+                ch.sel.register(c.stdin_w, WRITE, ("cin", c))
+            else:
+                close_fd(c, "stdin_w")
+            _await_end(ch, c, clock, uid, out)
+        finally:  # the client hung up (ClientGone) or we broke: its descriptors are not left behind
+            ch.kill_candidate(c)
+        note = ch.exits.get(c.pid)
+        if note is None or note is LOST:  # it never said how the run ended (stopped, killed): not used again
+            self._lose()
+        limits.kill_uids({ch.c_uid}, spare=set() if self.lost else {self.c.pid})
+        if note is LOST:
+            out.status, out.exit = "error", None
+            out.message = "the program's launcher ended before the program did (the program killed it)"
+        out.time_s = round(time.monotonic() - t0, 6)
+        out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
+        out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
+        return out
+
+    def close(self) -> None:
+        self._lose()
+        self.ch.kill_candidate(self.c)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of a living (or not yet reaped) process; 0 while it is reaped, None where there
+    is no such process (one reaped while its file is read reads as empty)."""
+    try:
+        data = limits.read_proc(f"/proc/{pid}/stat")
+        return int(data[data.rindex(b")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def job_env(lang: Language, scratch: str) -> dict[str, str]:
@@ -129,7 +326,7 @@ def build(ch: Children, lang: Language, program: str, scratch: str, msg: dict, e
     """The program's artifact, from the cache or compiled now (and cached, errors included)."""
     cache = cache_for(ch.cfg)
     src = lang.source_name(program)
-    values = {"src": src, "out": OUT_DIR, "pch": pch_flags(), "main": lang.entry_name(program)}
+    values = {"src": src, "out": OUT_DIR, "pch": pch_flags(), "ld": linker_flags(), "main": lang.entry_name(program)}
     argv = lang.argv(lang.compile, **values) if lang.compile else [lang.name]
     key = languages.cache_key(lang, argv, program, extra)
     found = cache.get(key)
@@ -238,6 +435,7 @@ class CompiledRun(StdioRun):
         self.error = _missing(self.lang, msg.get("language"))
         self.msg = msg
         self.built: Build | None = None
+        self.launcher: Launcher | None = None
         self.shared: harness.SharedProcess | None = None
 
     def prepare(self) -> None:
@@ -280,13 +478,23 @@ class CompiledRun(StdioRun):
 
     def run_case(self, stdin: str) -> ScriptEnd:
         out = self.shared.run_case(stdin) if self.shared is not None else None
-        if out is None:  # a process of its own
-            out = run_process(self.ch, self.argv, self.env, stdin, self.scratch, self.plim)
-        return judge_end(self.lang, out)
+        if out is not None:  # served by the job's harness process (Java, node)
+            return judge_end(self.lang, out)
+        if self.launcher is not None and not self.launcher.usable():
+            self.launcher.close()
+            self.launcher = None
+        if self.launcher is None and self.plim.data_mb >= LAUNCHER_MIN_DATA_MB:
+            self.launcher = Launcher.start(self.ch, self.argv, self.env, self.scratch, self.plim)
+        if self.launcher is None:  # a fresh candidate that execs the program
+            return judge_end(self.lang, run_process(self.ch, self.argv, self.env, stdin, self.scratch, self.plim))
+        return judge_end(self.lang, self.launcher.run(stdin, self.plim))
 
     def stop(self) -> None:
         if self.shared is not None:
             self.shared.stop()
+        if self.launcher is not None:
+            self.launcher.close()
+            self.launcher = None
 
     def answer(self) -> dict:
         done = super().answer()

@@ -228,9 +228,36 @@ def _read_only(path: str) -> bool:
         return True
 
 
+_private_shm: str | None = None  # this slot's own /dev/shm (sandbox.runner.slotns), if it has one
+
+
+def set_private_shm(path: str) -> None:
+    """Record that `path` (/dev/shm) is a tmpfs of this slot's alone (made by its keeper,
+    `sandbox.runner.slotns`): it is then emptied whole after each job, whoever owns what."""
+    global _private_shm
+    _private_shm = path
+
+
+def empty_private_shm() -> None:
+    """Remove everything in the slot's own /dev/shm (nothing where it has none: a shared
+    /dev/shm holds other jobs' files, which only `remove_files_of` by uid may touch)."""
+    if _private_shm is None:
+        return
+    try:
+        entries = os.listdir(_private_shm)
+    except OSError:
+        return
+    for entry in entries:
+        _remove_any(os.path.join(_private_shm, entry))
+
+
 def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> None:
-    """Delete entries a job's uids left at the top of shared writable directories."""
+    """Delete entries a job's uids left at the top of shared writable directories; the
+    slot's own /dev/shm, where it has one, is emptied whole."""
     for root in world_writable_dirs() if roots is None else roots:
+        if root == _private_shm:
+            empty_private_shm()
+            continue
         try:
             entries = os.listdir(root)
         except OSError:

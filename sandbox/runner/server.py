@@ -1,4 +1,7 @@
-"""The runner's main process: a warm interpreter that forks one supervisor per connection.
+"""The runner's main process: a warm interpreter that hands each connection to a supervisor.
+
+Each slot has a keeper forked at start-up (`sandbox.runner.slotns`: a /dev/shm of the slot's
+own), which forks one supervisor per connection the main process passes it.
 
 It never reads a job itself, so every process forked from it (and from the spawners it
 forks) starts from a state that holds no test data.
@@ -7,6 +10,7 @@ forks) starts from a state that holds no test data.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib
 import os
@@ -15,7 +19,7 @@ import signal
 import socket
 import sys
 
-from . import framing, limits
+from . import framing, limits, slotns
 
 # Modules candidates commonly import: loaded once here so a job pays a fork, not an import.
 # Not random (nor statistics, which imports it): its at-fork handler reseeds in every forked
@@ -43,13 +47,19 @@ def preload() -> None:
     gc.freeze()
 
 
-def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0") -> None:
+def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0",
+          slot_shm: slotns.ShmSpec | None = None) -> None:
     limits.set_process_name("vr-runner")
     limits.allowed_cpus()  # before any job pins a process: what "unpinned" means for all of them
     preload()
     sys.dont_write_bytecode = True
     os.makedirs(scratch_base, mode=0o711, exist_ok=True)
     os.chmod(scratch_base, 0o711)
+    cfg = {"uid_base": uid_base, "scratch_base": scratch_base, "hide_prefix": hide_prefix}
+    # one keeper per slot (a /dev/shm of the slot's own when `slot_shm` is given), forked
+    # before the socket exists; the supervisors are forked from them
+    keepers = slotns.start_keepers(slots, slot_shm, functools.partial(_child, cfg=cfg))
+    slotns.drop_sys_admin()  # only the keepers needed it, once: no runner process keeps it
     try:
         os.unlink(socket_path)
     except FileNotFoundError:
@@ -59,9 +69,7 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
     srv.bind(socket_path)
     os.umask(old)
     srv.listen(256)
-    cfg = {"uid_base": uid_base, "scratch_base": scratch_base, "hide_prefix": hide_prefix}
     free = list(range(slots))
-    children: dict[int, int] = {}
 
     rfd, wfd = os.pipe()
     os.set_blocking(rfd, False)
@@ -72,7 +80,10 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
     sel = selectors.DefaultSelector()
     sel.register(srv, selectors.EVENT_READ, "accept")
     sel.register(rfd, selectors.EVENT_READ, "chld")
-    print(f"runner ready on {socket_path} slots={slots} uid_switch={limits.can_switch_uid()}", flush=True)
+    for k in keepers:
+        sel.register(k.sock, selectors.EVENT_READ, k)
+    print(f"runner ready on {socket_path} slots={slots} uid_switch={limits.can_switch_uid()} "
+          f"slot_shm={slot_shm.arg() if slot_shm else 'shared'}", flush=True)
     try:
         while True:
             for key, _ in sel.select(1.0):
@@ -81,38 +92,37 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
                         os.read(rfd, 4096)
                     except BlockingIOError:
                         pass
+                    # as pid 1 (a container) orphans are ours to reap too
+                    if {pid for pid, _status in limits.exited_children()} & {k.pid for k in keepers}:
+                        raise SystemExit("runner: a slot keeper died")
+                    continue
+                if isinstance(key.data, slotns.Keeper):
+                    note = key.data.sock.recv(16)
+                    if not note:
+                        raise SystemExit(f"runner: the keeper of slot {key.data.slot} died")
+                    if note == b"F":
+                        free.append(key.data.slot)
                     continue
                 try:
                     conn, _ = srv.accept()
                 except (BlockingIOError, InterruptedError):
                     continue
-                _reap(children, free)
                 if not free:
                     framing.send_frame(conn, {"event": "infra_error", "message": "runner has no free slot"})
                     conn.close()
                     continue
                 slot = free.pop(0)
-                pid = os.fork()
-                if pid == 0:
-                    _child(conn, srv, sel, rfd, wfd, slot, cfg)
+                keepers[slot].hand(conn)
                 conn.close()
-                children[pid] = slot
-            _reap(children, free)
     finally:
-        for pid in children:
-            limits.kill_group(pid)
+        for k in keepers:
+            k.sock.close()  # each keeper then kills its supervisor's group and ends
 
 
-def _child(conn, srv, sel, rfd, wfd, slot: int, cfg: dict) -> None:
+def _child(conn: socket.socket, slot: int, cfg: dict) -> None:
+    """A connection's supervisor, in a fresh child of the slot's keeper."""
     code = 0
     try:
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        sel.close()
-        srv.close()
-        os.close(rfd)
-        os.close(wfd)
         os.setpgid(0, 0)
         limits.set_process_name(f"vr-super-{slot}")
         from .supervisor import Supervisor
@@ -126,13 +136,6 @@ def _child(conn, srv, sel, rfd, wfd, slot: int, cfg: dict) -> None:
     os._exit(code)
 
 
-def _reap(children: dict[int, int], free: list[int]) -> None:
-    for pid, _status in limits.exited_children():
-        slot = children.pop(pid, None)
-        if slot is not None:
-            free.append(slot)
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m sandbox.runner", description=__doc__)
     where = p.add_mutually_exclusive_group(required=True)
@@ -144,6 +147,9 @@ def main(argv: list[str] | None = None) -> None:
                         "the machine uses (sandbox.runner.uidlease; replicas must share its lease directory)")
     p.add_argument("--scratch", default="/tmp/sbx", help="directory for per-job scratch directories")
     p.add_argument("--hide-prefix", default="\0", help="sys.path entries to drop in candidates")
+    p.add_argument("--slot-shm", metavar="MB,INODES", type=slotns.ShmSpec.parse, default=None,
+                   help="give each slot a /dev/shm of its own with these bounds (needs CAP_SYS_ADMIN at start-up, "
+                        "dropped before the socket exists; sandbox.runner.slotns); default: one shared /dev/shm")
     a = p.parse_args(argv)
     path = a.socket or os.path.join(a.socket_dir, f"{socket.gethostname()}.sock")
     lease = None
@@ -152,4 +158,5 @@ def main(argv: list[str] | None = None) -> None:
 
         lease = uidlease.lease(a.slots)  # held (the lock open) for as long as we serve
     uid_base = lease.base if lease else int(a.uid_base)
-    serve(path, slots=a.slots, uid_base=uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix)
+    serve(path, slots=a.slots, uid_base=uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix,
+          slot_shm=a.slot_shm)

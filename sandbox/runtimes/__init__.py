@@ -4,13 +4,16 @@ directory made by `sandbox/build_runtime.sh sci`, for docker an image variant bu
 same wheelhouse without a registry (sandbox/Dockerfile.sci). The runner finds a runtime's
 packages by VERIREWARD_RUNTIME_SITE and warm-imports VERIREWARD_RUNTIME_WARM in its spawners.
 
-`RuntimePools` routes each job to a pool of its runtime's runners, started on demand.
+`RuntimePools` routes each job to a pool of its runtime's runners; a runtime this host has not
+built is listed unavailable (`status()`) and refused, never a crash.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,8 @@ REPO = HERE.parent.parent
 CACHE = Path(os.environ.get("VERIREWARD_RUNTIME_CACHE", REPO / ".cache" / "runtimes"))
 SITE_IN_SANDBOX = "/opt/runtime/site"  # where a runtime's packages appear inside the sandbox
 DEFAULT = "python"
+
+log = logging.getLogger("sandbox.runtimes")
 
 
 @dataclass(frozen=True)
@@ -40,11 +45,18 @@ class Runtime:
             return os.environ.get("VERIREWARD_SANDBOX_IMAGE", self.default_image)
         return os.environ.get(f"VERIREWARD_SANDBOX_IMAGE_{self.name.upper()}", self.default_image)
 
+    def warm_modules(self) -> tuple[str, ...]:
+        """What each spawner imports before it forks: `warm`, or VERIREWARD_RUNTIME_WARM_<NAME>
+        (comma-separated; e.g. numpy,sympy where the programs import sympy: see docs/RUNTIMES.md
+        for what each costs a candidate's address space, which its memory_mb counts)."""
+        env = os.environ.get(f"VERIREWARD_RUNTIME_WARM_{self.name.upper()}")
+        return self.warm if env is None else tuple(m.strip() for m in env.split(",") if m.strip())
+
     def runner_env(self) -> dict[str, str]:
         """What the runner's environment says of this runtime (read by candidate.prepare_template)."""
         if not self.requirements:
             return {}
-        return {"VERIREWARD_RUNTIME_SITE": SITE_IN_SANDBOX, "VERIREWARD_RUNTIME_WARM": ",".join(self.warm)}
+        return {"VERIREWARD_RUNTIME_SITE": SITE_IN_SANDBOX, "VERIREWARD_RUNTIME_WARM": ",".join(self.warm_modules())}
 
 
 RUNTIMES: dict[str, Runtime] = {
@@ -71,52 +83,165 @@ def docker_ready(name: str) -> bool:
     return DockerHost.image_present(get(name).image())
 
 
+def unavailable_reason(name: str, kind: str, image: str | None = None) -> str | None:
+    """Why this host kind cannot run runtime `name` now (None: it can). `image` overrides the
+    runtime's docker image (the lean runtime's `image` host option)."""
+    rt = get(name)
+    if kind == "docker":
+        from sandbox.hosts.docker import DockerHost
+
+        image = image or rt.image()
+        if not DockerHost.image_present(image):
+            return f"docker image {image} is missing: DOCKER=1 bash sandbox/build_runtime.sh {name}" if rt.requirements \
+                else f"docker image {image} is missing: bash sandbox/build_images.sh"
+    elif kind == "bwrap":
+        if not bwrap_ready(name):
+            return f"not built on this host: bash sandbox/build_runtime.sh {name}"
+    elif name != DEFAULT:  # socketdir: the runners someone else started decide what they run
+        return f"a {kind} host runs the runners someone else started: {DEFAULT!r} only"
+    return None
+
+
 def available_runtimes(kind: str) -> dict[str, bool]:
-    """For /readyz: each runtime and whether this host kind can run it now (built and present)."""
-    out = {}
-    for name in RUNTIMES:
-        if kind == "docker":
-            out[name] = docker_ready(name)
-        elif kind == "bwrap":
-            out[name] = bwrap_ready(name)
-        else:  # socketdir: the runners someone else started decide; say only the default
-            out[name] = name == DEFAULT
-    return out
+    """Each runtime and whether this host kind can run it now (built and present)."""
+    return {name: unavailable_reason(name, kind) is None for name in RUNTIMES}
 
 
 class RuntimePools:
-    """One pool per runtime, on one host kind: `run`/`execute` take the pool of the job's
-    `runtime`, making and starting it on first use (or at `start()` for those in `runtimes`).
-    Everything else (stats, handles, close...) is the default runtime's pool."""
+    """One pool per runtime, on one host kind; `run`/`execute` take the pool of the job's
+    `runtime`. The default runtime's pool starts at `start()` (its failure is the caller's:
+    nothing to serve); the others offered (`runtimes`; None: every runtime this host has
+    built) start there too, or on first use with `lazy`, and one that is not built or fails to
+    start is listed unavailable (`status()`) and refused, never a crash. Jobs for a runtime
+    not offered are refused (ValueError).
 
-    def __init__(self, kind: str = "auto", runtimes: tuple[str, ...] = (DEFAULT,), **pool_options: Any) -> None:
-        for name in runtimes:
+    All pools are made with the same options (each could take every job at once) and share one
+    CpuPlan, so pinning never puts two pools' jobs on one CPU; bounding the jobs of all pools
+    together is the caller's (the server's admission, sized by `capacity`: one pool's slots).
+    Everything else (ready, languages, handles...) is the default runtime's pool."""
+
+    def __init__(self, kind: str = "auto", runtimes: tuple[str, ...] | None = (DEFAULT,), *, default: str = DEFAULT,
+                 lazy: bool = False, **pool_options: Any) -> None:
+        get(default)
+        for name in runtimes or ():
             get(name)
         self.kind = kind
-        self.runtimes = tuple(dict.fromkeys((DEFAULT, *runtimes)))
+        self.default = default
+        self.lazy = lazy
+        self.requested = None if runtimes is None else tuple(dict.fromkeys((default, *runtimes)))
         self.pool_options = pool_options
         self.pools: dict[str, Any] = {}
+        self.reasons: dict[str, str] = {}  # runtime -> why it is unavailable
+        self.start_s: dict[str, float] = {}  # runtime -> seconds its pool took to start
         self._lock = asyncio.Lock()
+        self._started = False
+
+    # ------------------------------------------------------------ what is offered
+    @property
+    def offered(self) -> tuple[str, ...]:
+        """The runtimes jobs may name: the default, then the others asked for (or, asked for
+        none, every known one) that this host can run."""
+        names = self.requested if self.requested is not None else tuple(dict.fromkeys((self.default, *RUNTIMES)))
+        return tuple(n for n in names if n not in self.reasons)
+
+    def status(self) -> dict[str, dict[str, Any]]:
+        """For /readyz: every known runtime: `ready` (its pool has a live runner), `idle`
+        (offered, starts on first use), `down` (started, no live runner now), `unavailable`
+        (with `reason`) or `not offered` (the operator left it out)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name in RUNTIMES:
+            entry: dict[str, Any] = {"default": name == self.default}
+            p = self.pools.get(name)
+            if name in self.reasons:
+                entry.update(state="unavailable", reason=self.reasons[name])
+            elif name not in self.offered:
+                entry["state"] = "not offered"
+            elif p is None:
+                entry["state"] = "idle" if self._started else "starting"
+            else:
+                entry["state"] = "ready" if p.ready else "down"
+            if name in self.start_s:
+                entry["start_s"] = round(self.start_s[name], 2)
+            out[name] = entry
+        return out
+
+    def refusal(self, name: str) -> str | None:
+        """Why a job naming runtime `name` is refused (None: it is accepted)."""
+        if name in self.offered:
+            return None
+        why = self.reasons.get(name) or ("not a runtime" if name not in RUNTIMES else "not offered by this server")
+        return f"runtime {name!r}: {why} (available: {', '.join(self.offered)})"
+
+    # ------------------------------------------------------------------ lifecycle
+    def _image(self, name: str) -> str | None:
+        return self.pool_options.get("image") if not get(name).requirements else None
 
     def _make(self, name: str) -> Any:
         from sandbox.pool import make_pool
 
-        return make_pool(self.kind, **self.pool_options, **({"runtime": name} if name != DEFAULT else {}))
+        options = dict(self.pool_options)
+        if get(name).requirements:
+            options.pop("image", None)  # the lean runtime's image; a runtime with packages has its own
+            options["runtime"] = name
+        p = make_pool(self.kind, **options)
+        first = self.pools.get(self.default)
+        if first is not None:
+            p.cpus = first.cpus  # one plan for every pool: pinned jobs never share a CPU
+        return p
+
+    async def _start_one(self, name: str) -> Any:
+        t0 = time.monotonic()
+        p = self._make(name)
+        await p.start()
+        self.start_s[name] = time.monotonic() - t0
+        self.pools[name] = p
+        return p
 
     async def start(self) -> None:
-        for name in self.runtimes:
-            await self.pool(name)
+        why = unavailable_reason(self.default, self.kind, self._image(self.default)) if self.kind != "auto" else None
+        if why is not None:  # a server without its default serves nothing: refuse, saying how to build it
+            from sandbox.hosts.base import RunnerStartError
+
+            raise RunnerStartError(f"default runtime {self.default!r}: {why}")
+        p = await self._start_one(self.default)
+        self.kind = p.kind  # "auto" resolved: every other runtime runs on the same host kind
+        names = self.requested if self.requested is not None else tuple(RUNTIMES)
+        for name in names:
+            if name == self.default:
+                continue
+            why = unavailable_reason(name, self.kind, self._image(name))
+            if why is not None:
+                if self.requested is not None:  # asked for by name: say why it is not there
+                    log.warning("runtime %s unavailable: %s", name, why)
+                self.reasons[name] = why
+            elif not self.lazy:
+                await self._try_start(name)
+        self._started = True
+
+    async def _try_start(self, name: str) -> Any:
+        try:
+            return await self._start_one(name)
+        except Exception as exc:  # noqa: BLE001 - a runtime that does not start is unavailable, not fatal
+            log.error("runtime %s did not start: %s", name, exc)
+            self.reasons[name] = f"did not start: {exc}"
+            return None
 
     async def pool(self, name: str) -> Any:
-        get(name)
         p = self.pools.get(name)
         if p is not None:
             return p
+        why = self.refusal(name)
+        if why is not None:
+            if name in self.reasons:  # offered, then its start failed: the sandbox's fault, not the job's
+                from sandbox.pool import InfraError
+
+                raise InfraError(why)
+            raise ValueError(why)
         async with self._lock:
-            if name not in self.pools:
-                p = self._make(name)
-                await p.start()
-                self.pools[name] = p
+            if name not in self.pools and await self._try_start(name) is None:
+                from sandbox.pool import InfraError
+
+                raise InfraError(self.reasons[name])
         return self.pools[name]
 
     async def run(self, job: Any, *args: Any, **kw: Any) -> Any:
@@ -137,7 +262,23 @@ class RuntimePools:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    # ------------------------------------------------------------ pool-like facts
+    @property
+    def capacity(self) -> int:
+        """One pool's slots: what the server admits across all runtimes at once (each pool
+        could take all of it; their sum would double the memory the jobs may use)."""
+        return self.pools[self.default].capacity
+
+    def stats(self) -> Any:
+        """Every pool's figures added up (capacity: the runners' slots, all pools)."""
+        from sandbox.pool import PoolStats
+
+        all_stats = [p.stats() for p in self.pools.values()]
+        sums = {f: sum(getattr(s, f) for s in all_stats) for f in
+                ("size", "live", "in_flight", "capacity", "restarts", "jobs_total", "infra_errors")}
+        return PoolStats(kind=self.kind, **sums)
+
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_") or "pools" not in self.__dict__ or DEFAULT not in self.pools:
+        if name.startswith("_") or "pools" not in self.__dict__ or self.__dict__["default"] not in self.pools:
             raise AttributeError(name)
-        return getattr(self.pools[DEFAULT], name)
+        return getattr(self.pools[self.default], name)

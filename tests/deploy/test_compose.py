@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from sandbox.hosts.docker import RUNNER_CAPS
+from sandbox.hosts.docker import RUNNER_CAPS, STARTUP_CAPS
 from tests.conftest import IN_CI
 
 pytestmark = [pytest.mark.docker, pytest.mark.timeout(600)]
@@ -153,7 +153,7 @@ def test_hardening_as_deployed(stack):
                                        capture_output=True, text=True, check=True).stdout)[0]
     hc = runner["HostConfig"]
     assert hc["NetworkMode"] == "none" and hc["ReadonlyRootfs"] is True and hc["IpcMode"] == "none"
-    assert hc["CapDrop"] == ["ALL"] and set(hc["CapAdd"]) <= set(RUNNER_CAPS)  # compose grants no more than the docker host
+    assert hc["CapDrop"] == ["ALL"] and set(hc["CapAdd"]) <= set(RUNNER_CAPS + STARTUP_CAPS)  # no more than the docker host
     assert any(o.startswith("no-new-privileges") for o in hc["SecurityOpt"])
     assert hc["PidsLimit"] and hc["Memory"] and hc["NanoCpus"]
     assert "/scratch" in hc["Tmpfs"] and "mode=755" in hc["Tmpfs"]["/scratch"]

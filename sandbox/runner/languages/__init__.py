@@ -25,8 +25,9 @@ PYTHON = "python"
 class Language:
     """One language: placeholders in argv are {src} (source file name), {main} (entry class),
     {art} (the artifact directory in the cache), {out} (the build's output directory),
-    {memory_mb}, {heap_mb}, {pch} (the precompiled-header include flags, or nothing), and in
-    `shared` {hart} (the harness's artifact directory)."""
+    {memory_mb}, {heap_mb}, {pch} (the precompiled-header include flags, or nothing), {ld}
+    (the faster linker's flag, or nothing), and in `shared` {hart} (the harness's artifact
+    directory)."""
 
     name: str
     aliases: tuple[str, ...]  # what clients send (SandboxFusion's names) and code-fence tags
