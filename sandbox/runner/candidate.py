@@ -257,6 +257,7 @@ def _enter_jail(msg: dict) -> None:
             cpu_s=lim["cpu_s"],
         )
     limits.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
+    limits.give_pipes(msg["uid"])
     limits.drop_privileges(msg["uid"])
 
 

@@ -228,6 +228,7 @@ class Launcher:
         for fd in (out_w, err_w):  # as the spawner makes a candidate's (spawner.py)
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, spawner.F_SETPIPE_SZ, spawner.PIPE_BYTES)
+        limits.give_pipes(ch.c_uid, (in_r, out_w, err_w))  # /dev/stdin opens by name, as in _enter_jail
         try:
             socket.send_fds(self.c.ctrl, [b"R"], [in_r, out_w, err_w])
         except OSError:

@@ -103,6 +103,18 @@ def pin_cpu(cpu: int | None, pid: int = 0) -> bool:
         return False
 
 
+def give_pipes(uid: int, fds: tuple[int, ...] = (0, 1, 2)) -> None:
+    """Make the job's uid the owner of its stdio pipes (made by root, mode 0600): a program
+    that opens /dev/stdin or /proc/self/fd/1 by name, as plain `python3 prog.py` may, can."""
+    if not can_switch_uid():
+        return
+    for fd in fds:
+        try:
+            os.fchown(fd, uid, uid)
+        except OSError:
+            pass
+
+
 def drop_privileges(uid: int) -> None:
     """Become `uid` for good: no supplementary groups, no saved root ids."""
     if not can_switch_uid():

@@ -113,6 +113,9 @@ PROGRAMS: list[tuple[str, str, str, bool]] = [
      "import sys\nfirst = sys.stdin.buffer.readline()\nrest = sys.stdin.buffer.read()\nprint(first, rest)\n"
      "print(type(sys.stdin.buffer).__name__, sys.stdin.buffer.raw.name, sys.stdin.name)\n", LINES, True),
     ("stdin_open_fd0", "print(open(0).read().split())\n", LINES, True),
+    ("stdin_open_by_name",
+     "import sys\nprint(open('/dev/stdin').read().split())\nprint(open('/proc/self/fd/1', 'w').write('by name\\n'))\n"
+     "sys.stdout.flush()\n", LINES, True),
     ("stdin_os_read",
      "import os\nchunks = []\nwhile True:\n    b = os.read(0, 5)\n    if not b:\n        break\n"
      "    chunks.append(b)\nprint(b''.join(chunks))\n", LINES, True),

@@ -109,3 +109,11 @@ async def test_a_launched_program_gets_sigxcpu_before_sigkill(pool):
     prog = "#include <sys/resource.h>\nint main(){ rlimit r; getrlimit(RLIMIT_CPU, &r); std::cout << r.rlim_cur << ' ' << r.rlim_max << '\\n'; }\n"
     r = await run(pool, job(prog, [("", "2 3\n")] * 2, timeout_s=1.0))
     assert [t.status for t in r.tests] == ["passed", "passed"], r.tests
+
+
+async def test_a_program_may_open_its_stdio_by_name(pool):
+    # honest: plain `./prog < in` can open /dev/stdin and /proc/self/fd/1 (its pipes are its own)
+    prog = ('int main(){ std::ifstream in("/dev/stdin"); int x; in >> x; std::ofstream out("/proc/self/fd/1");'
+            ' out << x << "\\n"; }\n')
+    r = await run(pool, job(prog, ECHO))
+    assert [t.status for t in r.tests] == ["passed"] * 3, r.tests
