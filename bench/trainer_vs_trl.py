@@ -154,6 +154,11 @@ def child_trl(a: argparse.Namespace) -> dict[str, Any]:
         tcfg = TrainConfig(model=a.model, device="cpu", dtype="float32")
     tok = load_tokenizer(tcfg)
     model = load_policy(tcfg, torch.device("cpu"))
+    # GGUF weights are dequantised to fp32 on load (the same tensors our trainer trains), but transformers
+    # keeps the GGUF quantizer on the model and Trainer refuses to train a "GGUF-quantized" one: drop it
+    # with the quantizer's own remover (hf_quantizer, quantization_config, is_quantized)
+    if getattr(model, "hf_quantizer", None) is not None:
+        model.hf_quantizer.remove_quantization_config(model)
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": t.prompt}], "task": json.dumps(t.task)}
                             for t in order])
     per_chunk = SETTINGS["prompts_per_step"] * SETTINGS["group_size"] // SETTINGS["gradient_accumulation_steps"]

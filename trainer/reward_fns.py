@@ -29,6 +29,14 @@ def soft_overlong(completions: list[str], *, completion_lengths: list[int], max_
     return out
 
 
+def truncation_penalty(completions: list[str], *, truncated: list[bool], penalty: float = 1.0,
+                       **_: Any) -> list[float]:
+    """``-penalty`` for a completion cut off at ``max_completion_length``, 0 for one that ended: the
+    cap's punishment without a price on length below it (the soft penalty also grades every length
+    in its buffer, which in a group of wrong answers is a pure push towards brevity)."""
+    return [-penalty if t else 0.0 for t in truncated]
+
+
 def boxed_format(completions: list[str], **_: Any) -> list[float]:
     """1.0 when the completion gives exactly one ``\\boxed{...}`` answer, else 0.0 (a format reward)."""
     return [1.0 if len(_BOXED.findall(c)) == 1 else 0.0 for c in completions]

@@ -54,3 +54,16 @@ def test_cli_reports_bad_config():
     r = CliRunner().invoke(app, ["--group-size", "4", "--set", "lora.r=2", "--print-config"])
     assert r.exit_code == 0, r.output
     assert "group_size: 4" in r.output and "r: 2" in r.output
+
+
+def test_demo_defaults_are_a_valid_config_with_the_truncation_penalty():
+    # the demo's reward: the verifier plus -0.5 for a completion cut off at the cap, no soft buffer
+    from trainer.demo import DEMO_DEFAULTS
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cfg = load_config(None, {**DEMO_DEFAULTS, "state_dir": "/tmp/unused", "reward_url": ["http://x"]})
+    assert [s.name for s in cfg.all_reward_sources] == ["verifier", "truncated"]
+    trunc = cfg.all_reward_sources[1]
+    assert trunc.fn == "trainer.reward_fns:truncation_penalty" and trunc.kwargs == {"penalty": 0.5}
+    assert cfg.overlong_buffer == 0

@@ -12,7 +12,7 @@ import torch
 import trainer.trainer as trainer_mod
 from trainer.config import ConfigError, RewardSource, TrainConfig, load_config
 from trainer.loss import batch_std, group_advantages, grpo_loss, truncated_is_weights
-from trainer.reward_fns import boxed_format, boxed_integer_match, soft_overlong
+from trainer.reward_fns import boxed_format, boxed_integer_match, soft_overlong, truncation_penalty
 from trainer.rewards import CallableScorer, RewardMixer
 from trainer.rollout import Sequence
 from trainer.tasks import TaskItem
@@ -99,6 +99,13 @@ def test_soft_overlong_penalty_hand_values():
     kw = dict(max_completion_length=10, buffer=4)
     assert soft_overlong(["x"] * 4, completion_lengths=[3, 6, 7, 10], **kw) == pytest.approx([0, 0, -0.25, -1.0])
     assert soft_overlong(["x"], completion_lengths=[8], penalty=0.5, **kw) == pytest.approx([-0.25])
+
+
+def test_truncation_penalty_is_length_neutral_below_the_cap():
+    # the same lengths as above: only the cut-off completion pays, a long one that ended does not
+    got = truncation_penalty(["x"] * 4, truncated=[False, False, False, True], penalty=0.5,
+                             completion_lengths=[3, 6, 9, 10], max_completion_length=10)
+    assert got == pytest.approx([0.0, 0.0, 0.0, -0.5])
 
 
 def test_bundled_python_rewards():
