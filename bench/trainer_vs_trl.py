@@ -37,6 +37,8 @@ sys.path.insert(0, str(REPO))
 
 SETTINGS = dict(group_size=8, prompts_per_step=4, gradient_accumulation_steps=2, max_completion_length=64,
                 temperature=0.7, learning_rate=3e-4, lora_r=16, lora_alpha=32)
+# rows of one accumulation chunk: TRL's per_device_train_batch_size, and our micro_batch_size by default
+PER_CHUNK = SETTINGS["prompts_per_step"] * SETTINGS["group_size"] // SETTINGS["gradient_accumulation_steps"]
 
 
 def _rss_mb(pid: int) -> float:
@@ -115,7 +117,9 @@ def child_ours(a: argparse.Namespace) -> dict[str, Any]:
         cfg = load_config(None, {
             "model": a.model, "state_dir": tempfile.mkdtemp(prefix="ours-"), "max_steps": a.steps, "seed": a.seed,
             "group_size": SETTINGS["group_size"], "prompts_per_step": SETTINGS["prompts_per_step"],
-            "gradient_accumulation_steps": SETTINGS["gradient_accumulation_steps"], "micro_batch_size": 4,
+            "gradient_accumulation_steps": SETTINGS["gradient_accumulation_steps"],
+            # rows per forward/backward pass as TRL's per_device_train_batch_size (one chunk), unless told
+            "micro_batch_size": a.micro_batch if a.micro_batch is not None else PER_CHUNK,
             "max_completion_length": SETTINGS["max_completion_length"], "temperature": SETTINGS["temperature"],
             "learning_rate": SETTINGS["learning_rate"], "kl_coeff": 0.0, "loss_type": "grpo", "min_group_std": 0.0,
             "lora": {"enabled": True, "r": SETTINGS["lora_r"], "alpha": SETTINGS["lora_alpha"]},
@@ -161,7 +165,7 @@ def child_trl(a: argparse.Namespace) -> dict[str, Any]:
         model.hf_quantizer.remove_quantization_config(model)
     ds = Dataset.from_list([{"prompt": [{"role": "user", "content": t.prompt}], "task": json.dumps(t.task)}
                             for t in order])
-    per_chunk = SETTINGS["prompts_per_step"] * SETTINGS["group_size"] // SETTINGS["gradient_accumulation_steps"]
+    per_chunk = PER_CHUNK
     args = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="trl-"), use_cpu=True, bf16=False, seed=a.seed, max_steps=a.steps,
         per_device_train_batch_size=per_chunk, gradient_accumulation_steps=SETTINGS["gradient_accumulation_steps"],
@@ -199,6 +203,8 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2, help="torch threads per trainer (the same for both)")
     ap.add_argument("--reward-url", default=None, help="a running server (default: start one, bwrap)")
     ap.add_argument("--json", default=None, help="also write the results here")
+    ap.add_argument("--micro-batch", type=int, default=None,
+                    help="our micro_batch_size (default: TRL's per-device batch, one accumulation chunk)")
     ap.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
@@ -220,7 +226,8 @@ def main() -> int:
     try:
         for seed in [int(s) for s in a.seeds.split(",")]:
             common = ["--model", a.model, "--steps", str(a.steps), "--num-eval", str(a.num_eval), "--seed", str(seed),
-                      "--url", url, "--threads", str(a.threads)]
+                      "--url", url, "--threads", str(a.threads),
+                      *(["--micro-batch", str(a.micro_batch)] if a.micro_batch is not None else [])]
             ours, ours_peak = run_child(["--child", "ours", *common, "--with-baseline"])
             trl, trl_peak = run_child(["--child", "trl", *common])
             rows.append({"seed": seed, "ours": ours, "trl": trl, "ours_peak_mb": ours_peak, "trl_peak_mb": trl_peak})

@@ -75,13 +75,24 @@ async def test_rust_include_str_cannot_embed_host_files(pool, secret_file):
     assert [t.status for t in r.tests] == ["compile_error"]
 
 
-@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/stdin", "/dev/tty"])
+@pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom", "/dev/tty"])
 async def test_compiler_reading_a_device_ends_in_a_compile_error(pool, device):
     prog = f'#include "{device}"\nint main() {{ return 0; }}\n'
     async with no_runner_lost(pool):
         r = await pool.run(stdio_job("cpp", prog, compile_timeout_s=6.0))
     assert r.compile is not None and not r.compile.ok, r.compile
     assert [t.status for t in r.tests] == ["compile_error"]
+    assert r.wall_s < 15
+
+
+async def test_compiler_reading_its_stdin_reads_nothing(pool):
+    # the compile step's stdin is its own empty pipe (the job's uid owns it, as a program's
+    # stdin, so it opens by name): `#include "/dev/stdin"` includes nothing, never blocks
+    prog = '#include "/dev/stdin"\n#include <cstdio>\nint main() { std::puts("built"); }\n'
+    async with no_runner_lost(pool):
+        r = await pool.run(stdio_job("cpp", prog, stdout="built\n", compile_timeout_s=6.0))
+    assert r.compile is not None and r.compile.ok, r.compile
+    assert [t.status for t in r.tests] == ["passed"], r.tests
     assert r.wall_s < 15
 
 
