@@ -26,7 +26,7 @@ from .children import READ, WRITE, Candidate, Children, OutputMeter, close_fd
 from .compile_cache import CompileCache
 from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
 from .languages import Language, harness
-from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin
+from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin, feed_stdin
 
 COMPILE_TIMEOUT_S = 20.0
 COMPILE_OUTPUT_BYTES = 1 << 20  # what a compiler may print before it is stopped
@@ -106,11 +106,7 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
     else:
-        if c.pending_stdin:
-            ch.sel.register(c.stdin_w, WRITE, ("cin", c))
-        else:
-            ch.sel.unregister(c.stdin_w)
-            close_fd(c, "stdin_w")
+        feed_stdin(ch, c)
         ch.wait_settled(c, clock.started + clock.hard_s)
         _await_end(ch, c, clock, uid, out)
     ch.kill_candidate(c)

@@ -59,11 +59,7 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
     if not ch.send_candidate(c, ch.load_message(c, "main", program, scratch, lim, 1)):
         out.status, out.message = "error", "candidate did not start"
     else:
-        if c.pending_stdin:
-            ch.sel.register(c.stdin_w, WRITE, ("cin", c))
-        else:
-            ch.sel.unregister(c.stdin_w)
-            close_fd(c, "stdin_w")
+        feed_stdin(ch, c)
         settled = ch.wait_settled(c, clock.started + clock.hard_s)
         if settled and c.channel.load.syntax_ok is False:
             why = c.channel.load.message
@@ -101,13 +97,8 @@ def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, ou
         out.status, out.message = "output_limit", f"output exceeded {meter.limit} bytes"
     elif over or note is None or c.open_pipes > 0:
         out.status, out.message = "timeout", clock.message(over or "wall")
-    elif note.get("signal"):
-        out.status, out.message = exit_reason(note)
-        out.exit = -int(note["signal"])
     else:
-        out.exit = int(note.get("code", 1))
-        if out.exit != 0:
-            out.status, out.message = "error", f"exit code {out.exit}"
+        judge_exit(note, out)
 
 
 class StdioRun:
@@ -260,3 +251,24 @@ def fit_frame(stdout: str, stderr: str, fetched: dict[str, str]) -> tuple[str, s
     while len(framing.encode_frame([stdout, stderr], errors="replace")) + rest > FRAME_ROOM:
         stdout, stderr, cut = stdout[: len(stdout) * 3 // 4], stderr[: len(stderr) * 3 // 4], True
     return stdout, stderr, cut
+
+
+def feed_stdin(ch: Children, c: Candidate) -> None:
+    """After the start message: the poll loop writes the candidate's stdin, or, with none, its
+    pipe is closed at once (EOF)."""
+    if c.pending_stdin:
+        ch.sel.register(c.stdin_w, WRITE, ("cin", c))
+    else:
+        ch.sel.unregister(c.stdin_w)
+        close_fd(c, "stdin_w")
+
+
+def judge_exit(note: dict, out: ScriptEnd) -> None:
+    """The kernel's exit note of a process that ended in time: a signal, else its exit code."""
+    if note.get("signal"):
+        out.status, out.message = exit_reason(note)
+        out.exit = -int(note["signal"])
+    else:
+        out.exit = int(note.get("code", 1))
+        if out.exit != 0:
+            out.status, out.message = "error", f"exit code {out.exit}"

@@ -44,10 +44,10 @@ import resource
 import time
 
 from .. import limits
-from ..children import WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
+from ..children import WRITE, Candidate, Children, OutputMeter, close_fd
 from ..compare import StdoutMatcher
 from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
-from ..script import ScriptEnd, encode_stdin
+from ..script import ScriptEnd, encode_stdin, judge_exit
 from . import Language
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness")
@@ -208,13 +208,8 @@ class SharedProcess:
             if over in ("wall", "hard") and _idle(clock):  # blocked: maybe on what sharing does not give it
                 return self._apart(before)
             out.status, out.message = "timeout", clock.message(over or "wall")
-        elif note.get("signal"):
-            out.status, out.message = exit_reason(note)
-            out.exit = -int(note["signal"])
         else:
-            out.exit = int(note.get("code", 1))
-            if out.exit != 0:
-                out.status, out.message = "error", f"exit code {out.exit}"
+            judge_exit(note, out)
         if not ended or out.status != "finished" or self.unsent:
             self.stop()  # the next test gets a fresh process
         out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
