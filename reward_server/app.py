@@ -38,7 +38,7 @@ def _make_pool(settings: Settings):
     if pin is not None and not isinstance(pin, bool):
         raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
     return RuntimePools(settings.sandbox, settings.runtimes, default=settings.runtime, lazy=settings.lazy_runtimes,
-                        size=settings.pool_size, slots=settings.pool_slots, job_memory_mb=settings.job_memory_mb,
+                        eager_toolchains=settings.eager_toolchains, size=settings.pool_size, slots=settings.pool_slots, job_memory_mb=settings.job_memory_mb,
                         pin_cpus=pin, **options)
 
 

@@ -28,6 +28,7 @@ def serve(
     sandbox_option: list[str] = typer.Option([], "--sandbox-option", help="extra host option KEY=VALUE (JSON value), repeatable"),
     socket_dir: str | None = typer.Option(None, help="socketdir host: directory of runner sockets [env REWARD_SERVER_SOCKET_DIR, default /run/sandbox]"),
     lazy_runtimes: bool | None = typer.Option(None, "--lazy-runtimes/--eager-runtimes", help="start a non-default runtime's pool on its first job (default), or every offered pool at start-up [env REWARD_SERVER_LAZY_RUNTIMES]"),
+    eager_toolchains: bool | None = typer.Option(None, "--eager-toolchains/--lazy-toolchains", help="bwrap: start the toolchain pool (C++, Java, Go, Rust, JS, TS jobs) at start-up, or on the first such job (default) [env REWARD_SERVER_EAGER_TOOLCHAINS]"),
     max_items: int | None = typer.Option(None, help="items per request"),
     max_body_bytes: int | None = typer.Option(None, help="request body cap (413 beyond)"),
     max_inflight: int | None = typer.Option(None, help="jobs running at once [default: pool capacity]"),
@@ -55,6 +56,8 @@ def serve(
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if lazy_runtimes is not None:
         overrides["lazy_runtimes"] = lazy_runtimes
+    if eager_toolchains is not None:
+        overrides["eager_toolchains"] = eager_toolchains
     if text_logs:
         overrides["log_json"] = False
     if sandbox_option:

@@ -61,7 +61,15 @@ class Settings(BaseSettings):
         "instead of at start-up; false starts every offered pool at start-up (each pool is as many runners as the "
         "default one: ~2-3 s to start, ~30 MB idle, ~150 MB with every connection warm; docs/RUNTIMES.md)",
     )
-    sandbox_options: dict[str, object] = Field(default_factory=dict, description="extra host options for make_pool")
+    eager_toolchains: bool = Field(
+        False, description="bwrap, languages \"auto\" (the default): start the pool whose runners see the toolchains "
+        "at start-up instead of on the first job in another language than Python (that job then waits ~1-3 s, and "
+        "~7 s more once per machine while C++'s precompiled header is built; docs/LANGUAGES.md)",
+    )
+    sandbox_options: dict[str, object] = Field(
+        default_factory=dict, description="extra host options for make_pool; `languages`: \"auto\" (default: on bwrap "
+        "Python jobs run in the interpreter's view, the others in a toolchain pool's), true (one view with the "
+        "toolchains for every job), false (Python only)")
     pin_cpus: bool | None = Field(
         None,
         description="keep each job's processes on a CPU of its own while jobs <= CPUs (docs/SANDBOX.md); "

@@ -605,6 +605,21 @@ def default_slots(cores: int | None = None, mem_bytes: int | None = None, job_me
     return max(1, min(per_core * cores, by_memory))
 
 
+def resolve_kind(kind: HostKind, image: str | None = None) -> str:
+    """The host kind `auto` means here: docker when an engine answers and the image is
+    present, else bwrap (any other kind is itself)."""
+    if kind != "auto":
+        return kind
+    from sandbox.hosts.docker import DockerHost
+
+    image = image or DockerHost.default_image()
+    if docker_available() and DockerHost.image_present(image):
+        log.info("sandbox host: docker (engine answered, image %s present)", image)
+        return "docker"
+    log.info("sandbox host: bwrap (no docker engine or no image %s)", image)
+    return "bwrap"
+
+
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
               pin_cpus: bool | None = None, slots: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
               **host_options: Any) -> SandboxPool:
@@ -620,16 +635,7 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if per_runner is None:
         total = slots or default_slots(job_memory_mb=job_memory_mb)
         per_runner = max(1, -(-total // size))
-    if kind == "auto":
-        from sandbox.hosts.docker import DockerHost
-
-        image = host_options.get("image") or DockerHost.default_image()
-        if docker_available() and DockerHost.image_present(image):
-            kind = "docker"
-            log.info("sandbox host: docker (engine answered, image %s present)", image)
-        else:
-            kind = "bwrap"
-            log.info("sandbox host: bwrap (no docker engine or no image %s)", image)
+    kind = resolve_kind(kind, host_options.get("image"))
     if kind == "docker":
         from sandbox.hosts.docker import DockerHost
 

@@ -29,6 +29,9 @@ async def readyz(request: Request):
     if p is not None and hasattr(p, "languages"):
         with contextlib.suppress(Exception):
             body["languages"] = p.languages()
+    if p is not None and hasattr(p, "toolchain_status"):  # the toolchain pool: idle until the first such job
+        with contextlib.suppress(Exception):
+            body["toolchains"] = p.toolchain_status()
     if p is not None:
         with contextlib.suppress(Exception):
             body["pool"] = json.loads(p.stats().model_dump_json())

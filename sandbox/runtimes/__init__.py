@@ -5,7 +5,9 @@ same wheelhouse without a registry (sandbox/Dockerfile.sci). The runner finds a 
 packages by VERIREWARD_RUNTIME_SITE and warm-imports VERIREWARD_RUNTIME_WARM in its spawners.
 
 `RuntimePools` routes each job to a pool of its runtime's runners; a runtime this host has not
-built is listed unavailable (`status()`) and refused, never a crash.
+built is listed unavailable (`status()`) and refused, never a crash. On bwrap it also routes by
+language (`toolchains.py`): Python jobs to runners that see the interpreter only, the others
+to a pool whose runners see the toolchains, started on the first such job.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sandbox.runtimes import toolchains
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -118,13 +122,25 @@ class RuntimePools:
     All pools are made with the same options (each could take every job at once) and share one
     CpuPlan, so pinning never puts two pools' jobs on one CPU; bounding the jobs of all pools
     together is the caller's (the server's admission, sized by `capacity`: one pool's slots).
-    Everything else (ready, languages, handles...) is the default runtime's pool."""
+    Everything else (ready, handles...) is the default runtime's pool.
+
+    Languages (`pool_options["languages"]`, see toolchains.mode): with "auto" (the default) on
+    bwrap, a job in another language than Python goes to one more pool, `toolchains` (the lean
+    runtime, its runners' view holding the toolchains' packages), made like the others, sharing
+    their CpuPlan and the caller's admission bound, started on the first such job or at
+    `start()` with `eager_toolchains`; the runtimes' pools keep the interpreter-only view. A
+    language whose toolchain this host lacks is sent to the default pool, whose runner answers
+    it "not installed here" per item, as before. True: every pool sees the toolchains (no
+    routing); False: none does."""
 
     def __init__(self, kind: str = "auto", runtimes: tuple[str, ...] | None = (DEFAULT,), *, default: str = DEFAULT,
-                 lazy: bool = False, **pool_options: Any) -> None:
+                 lazy: bool = False, eager_toolchains: bool = False, **pool_options: Any) -> None:
         get(default)
         for name in runtimes or ():
             get(name)
+        self.languages_mode = toolchains.mode(pool_options.pop("languages", "auto"))
+        self.eager_toolchains = eager_toolchains
+        self.toolchain_languages: list[str] = []  # found on this host at start() (routing on)
         self.kind = kind
         self.default = default
         self.lazy = lazy
@@ -133,7 +149,7 @@ class RuntimePools:
         self.pools: dict[str, Any] = {}
         self.reasons: dict[str, str] = {}  # runtime -> why it is unavailable
         self.start_s: dict[str, float] = {}  # runtime -> seconds its pool took to start
-        self._lock = asyncio.Lock()
+        self._locks: dict[str, asyncio.Lock] = {}  # per pool: one lazy start each, never one for another
         self._started = False
 
     # ------------------------------------------------------------ what is offered
@@ -179,8 +195,8 @@ class RuntimePools:
     def _make(self, name: str) -> Any:
         from sandbox.pool import make_pool
 
-        options = dict(self.pool_options)
-        if get(name).requirements:
+        options = {**self.pool_options, **toolchains.host_options(self.kind, self.languages_mode, name)}
+        if name != toolchains.POOL and get(name).requirements:
             options.pop("image", None)  # the lean runtime's image; a runtime with packages has its own
             options["runtime"] = name
         p = make_pool(self.kind, **options)
@@ -191,7 +207,7 @@ class RuntimePools:
 
     async def _start_one(self, name: str) -> Any:
         t0 = time.monotonic()
-        p = self._make(name)
+        p = await asyncio.to_thread(self._make, name)  # a toolchain host finds (or builds, once) C++'s PCH
         await p.start()
         self.start_s[name] = time.monotonic() - t0
         self.pools[name] = p
@@ -203,8 +219,11 @@ class RuntimePools:
             from sandbox.hosts.base import RunnerStartError
 
             raise RunnerStartError(f"default runtime {self.default!r}: {why}")
-        p = await self._start_one(self.default)
-        self.kind = p.kind  # "auto" resolved: every other runtime runs on the same host kind
+        if self.kind == "auto":  # resolved first: which options each pool gets depends on it
+            from sandbox.pool import resolve_kind
+
+            self.kind = await asyncio.to_thread(resolve_kind, "auto", self.pool_options.get("image"))
+        await self._start_one(self.default)
         names = self.requested if self.requested is not None else tuple(RUNTIMES)
         for name in names:
             if name == self.default:
@@ -216,7 +235,25 @@ class RuntimePools:
                 self.reasons[name] = why
             elif not self.lazy:
                 await self._try_start(name)
+        if self.routes_languages:
+            self.toolchain_languages = await asyncio.to_thread(toolchains.found)
+            if not self.toolchain_languages:
+                self.reasons[toolchains.POOL] = f"no toolchain found on this host: {toolchains.INSTALL}"
+            elif self.eager_toolchains:
+                await self._try_start(toolchains.POOL)
         self._started = True
+
+    @property
+    def routes_languages(self) -> bool:
+        """Whether jobs in other languages than Python go to the toolchain pool (see the class)."""
+        return toolchains.routes(self.languages_mode, self.kind)
+
+    def pool_for(self, language: str, runtime: str) -> str:
+        """Which pool runs a job: the toolchain pool for a language whose toolchain this host
+        has (routing on), else its runtime's."""
+        if language != "python" and self.routes_languages and language in self.toolchain_languages:
+            return toolchains.POOL
+        return runtime
 
     async def _try_start(self, name: str) -> Any:
         try:
@@ -230,25 +267,33 @@ class RuntimePools:
         p = self.pools.get(name)
         if p is not None:
             return p
-        why = self.refusal(name)
+        why = self.refusal(name) if name != toolchains.POOL else self.reasons.get(name)
         if why is not None:
             if name in self.reasons:  # offered, then its start failed: the sandbox's fault, not the job's
                 from sandbox.pool import InfraError
 
                 raise InfraError(why)
             raise ValueError(why)
-        async with self._lock:
+        async with self._locks.setdefault(name, asyncio.Lock()):
             if name not in self.pools and await self._try_start(name) is None:
                 from sandbox.pool import InfraError
 
                 raise InfraError(self.reasons[name])
         return self.pools[name]
 
+    async def _route(self, job: Any) -> tuple[Any, Any]:
+        name = self.pool_for(job.language, job.runtime)
+        if name == toolchains.POOL and job.runtime != DEFAULT:  # a runtime is Python's packages: not this job's
+            job = job.model_copy(update={"runtime": DEFAULT})
+        return await self.pool(name), job
+
     async def run(self, job: Any, *args: Any, **kw: Any) -> Any:
-        return await (await self.pool(job.runtime)).run(job, *args, **kw)
+        p, job = await self._route(job)
+        return await p.run(job, *args, **kw)
 
     async def execute(self, req: Any, *args: Any, **kw: Any) -> Any:
-        return await (await self.pool(req.runtime)).execute(req, *args, **kw)
+        p, req = await self._route(req)
+        return await p.execute(req, *args, **kw)
 
     async def close(self) -> None:
         pools, self.pools = self.pools, {}
@@ -268,6 +313,37 @@ class RuntimePools:
         """One pool's slots: what the server admits across all runtimes at once (each pool
         could take all of it; their sum would double the memory the jobs may use)."""
         return self.pools[self.default].capacity
+
+    def languages(self) -> list[str]:
+        """For /readyz: what the runners say they run (each pool's last pong), and with routing
+        the toolchains found at start-up until the toolchain pool has said it itself."""
+        said = set(self.pools[self.default].languages())
+        if self.routes_languages:
+            tc = self.pools.get(toolchains.POOL)
+            said |= set(tc.languages() if tc is not None else self.toolchain_languages)
+        return sorted(said)
+
+    def toolchain_status(self) -> dict[str, Any]:
+        """For /readyz: the toolchain pool's `state` (idle: starts on the first job in another
+        language; ready; down; unavailable, with `reason`; off: languages false; in every
+        runner: languages true; image: a docker runner runs what its image has), `mode` and
+        the `languages` it serves."""
+        mode = "auto" if self.languages_mode == "auto" else str(self.languages_mode).lower()
+        entry: dict[str, Any] = {"mode": mode, "eager": self.eager_toolchains}
+        if not self.routes_languages:
+            entry["state"] = {"true": "in every runner", "false": "off"}[mode] if self.kind == "bwrap" else "image"
+            return entry
+        p = self.pools.get(toolchains.POOL)
+        if toolchains.POOL in self.reasons:
+            entry.update(state="unavailable", reason=self.reasons[toolchains.POOL])
+        elif p is None:
+            entry["state"] = "idle" if self._started else "starting"
+        else:
+            entry["state"] = "ready" if p.ready else "down"
+        entry["languages"] = list(p.languages() if p is not None else self.toolchain_languages)
+        if toolchains.POOL in self.start_s:
+            entry["start_s"] = round(self.start_s[toolchains.POOL], 2)
+        return entry
 
     def stats(self) -> Any:
         """Every pool's figures added up (capacity: the runners' slots, all pools)."""
