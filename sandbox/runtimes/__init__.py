@@ -124,14 +124,15 @@ class RuntimePools:
     together is the caller's (the server's admission, sized by `capacity`: one pool's slots).
     Everything else (ready, handles...) is the default runtime's pool.
 
-    Languages (`pool_options["languages"]`, see toolchains.mode): with "auto" (the default) on
-    bwrap, a job in another language than Python goes to one more pool, `toolchains` (the lean
-    runtime, its runners' view holding the toolchains' packages), made like the others, sharing
-    their CpuPlan and the caller's admission bound, started on the first such job or at
-    `start()` with `eager_toolchains`; the runtimes' pools keep the interpreter-only view. A
-    language whose toolchain this host lacks is sent to the default pool, whose runner answers
-    it "not installed here" per item, as before. True: every pool sees the toolchains (no
-    routing); False: none does."""
+    Languages (`pool_options["languages"]`, see toolchains.py): with "auto" (the default) a job
+    in another language than Python goes to one more pool, `toolchains` (the lean runtime; its
+    runners see the toolchains: bwrap the host's packages, docker the toolchain image), made like
+    the others, sharing their CpuPlan and the caller's admission bound, started on the first such
+    job or at `start()` with `eager_toolchains`; the runtimes' pools keep the interpreter-only
+    view. A language whose toolchain is not found here is sent to the default pool, whose runner
+    answers it "not installed here" per item, as before. True: every pool sees the toolchains
+    (no routing); False: no toolchain pool. A docker `image` named by the operator decides
+    alone (no routing)."""
 
     def __init__(self, kind: str = "auto", runtimes: tuple[str, ...] | None = (DEFAULT,), *, default: str = DEFAULT,
                  lazy: bool = False, eager_toolchains: bool = False, **pool_options: Any) -> None:
@@ -190,12 +191,16 @@ class RuntimePools:
 
     # ------------------------------------------------------------------ lifecycle
     def _image(self, name: str) -> str | None:
-        return self.pool_options.get("image") if not get(name).requirements else None
+        if get(name).requirements:
+            return None
+        return self.pool_options.get("image") or toolchains.host_options(
+            self.kind, self.languages_mode, name, self.pool_options).get("image")
 
     def _make(self, name: str) -> Any:
         from sandbox.pool import make_pool
 
-        options = {**self.pool_options, **toolchains.host_options(self.kind, self.languages_mode, name)}
+        options = {**self.pool_options,
+                   **toolchains.host_options(self.kind, self.languages_mode, name, self.pool_options)}
         if name != toolchains.POOL and get(name).requirements:
             options.pop("image", None)  # the lean runtime's image; a runtime with packages has its own
             options["runtime"] = name
@@ -236,9 +241,9 @@ class RuntimePools:
             elif not self.lazy:
                 await self._try_start(name)
         if self.routes_languages:
-            self.toolchain_languages = await asyncio.to_thread(toolchains.found)
-            if not self.toolchain_languages:
-                self.reasons[toolchains.POOL] = f"no toolchain found on this host: {toolchains.INSTALL}"
+            self.toolchain_languages, why = await asyncio.to_thread(toolchains.found, self.kind)
+            if why is not None:
+                self.reasons[toolchains.POOL] = why
             elif self.eager_toolchains:
                 await self._try_start(toolchains.POOL)
         self._started = True
@@ -246,7 +251,7 @@ class RuntimePools:
     @property
     def routes_languages(self) -> bool:
         """Whether jobs in other languages than Python go to the toolchain pool (see the class)."""
-        return toolchains.routes(self.languages_mode, self.kind)
+        return toolchains.routes(self.languages_mode, self.kind, self.pool_options)
 
     def pool_for(self, language: str, runtime: str) -> str:
         """Which pool runs a job: the toolchain pool for a language whose toolchain this host
@@ -331,7 +336,8 @@ class RuntimePools:
         mode = "auto" if self.languages_mode == "auto" else str(self.languages_mode).lower()
         entry: dict[str, Any] = {"mode": mode, "eager": self.eager_toolchains}
         if not self.routes_languages:
-            entry["state"] = {"true": "in every runner", "false": "off"}[mode] if self.kind == "bwrap" else "image"
+            own_view = self.kind == "bwrap" or (self.kind == "docker" and not self.pool_options.get("image"))
+            entry["state"] = {"true": "in every runner", "false": "off"}[mode] if own_view else "image"
             return entry
         p = self.pools.get(toolchains.POOL)
         if toolchains.POOL in self.reasons:

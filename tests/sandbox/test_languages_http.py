@@ -160,12 +160,12 @@ def test_concurrent_languages_do_not_disturb_each_other(url):
 
 @pytest.mark.parametrize("kind", [p.values[0] for p in kind_params()])
 def test_a_host_without_toolchains_answers_a_clear_error_per_item(kind):
-    """A bwrap host with languages false (the interpreter's files only, no toolchain pool) or
-    the plain runner image: /readyz says python only, a C++ item gets the reason on each test,
+    """A host with languages false (no toolchain pool: bwrap's interpreter-only view, docker's
+    plain runner image): /readyz says python only, a C++ item gets the reason on each test,
     python still scores, no crash."""
     import time
 
-    s = start_server(sandbox=kind, sandbox_options={"languages": False} if kind == "bwrap" else {})
+    s = start_server(sandbox=kind, sandbox_options={"languages": False})
     try:
         deadline = time.monotonic() + 10
         while "cpp" in httpx.get(s.url + "/readyz", timeout=10).json().get("languages", ["cpp"]):

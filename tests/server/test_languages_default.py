@@ -1,14 +1,14 @@
-"""Languages on by default on the bwrap host (issue 17 item 5), through HTTP on real servers
-and real pools: with no options a server answers C++ and Java stdio tasks right, while every
-Python job still runs in the interpreter-only view (no toolchain file is visible to it); the
-pool whose runners see the toolchains starts on the first job in another language (not before:
-/readyz says so), serves a mixed batch beside the Python pool, shares its CPU plan and its
-admission bound; `languages: true` is one view for all jobs, `languages: false` Python only;
-`--eager-toolchains` starts it at start-up; a language whose toolchain this host lacks answers
-the same per-item error as before.
+"""Languages on by default (issue 17 item 5), through HTTP on real servers and real pools, on
+both hosts: with no options a server answers C++ and Java stdio tasks right, while every Python
+job still runs in the interpreter-only view (no toolchain file is visible to it: bwrap's view
+of the interpreter's files, docker's lean image); the pool whose runners see the toolchains
+(bwrap: the host's packages; docker: the toolchain image) starts on the first job in another
+language (not before: /readyz says so), serves a mixed batch beside the Python pool, shares its
+CPU plan and its admission bound; `languages: true` is one view for all jobs, `languages:
+false` Python only; `--eager-toolchains` starts it at start-up; a language whose toolchain the
+bwrap host lacks answers the same per-item error as before.
 
-bwrap only: a docker runner's view is its image (the toolchain image, or the lean one), so
-there is no per-language routing to test there (docs/LANGUAGES.md)."""
+Docker needs both images (`TOOLCHAINS=1 bash sandbox/build_images.sh`, as .ci/run does)."""
 
 from __future__ import annotations
 
@@ -21,17 +21,19 @@ import httpx
 import pytest
 
 from sandbox.runtimes import RuntimePools, toolchains
+from tests.conftest import IN_CI
 from tests.sandbox.lang_programs import CASES, EXPECTED, PROGRAMS, completion
-from tests.server.conftest import free_port, sandbox_kinds, start_server, wait_ready
+from tests.server.conftest import free_port, kind_params, sandbox_kinds, start_server, wait_ready
 
-pytestmark = pytest.mark.skipif("bwrap" not in sandbox_kinds(), reason="per-language routing is the bwrap host's")
+needs_bwrap = pytest.mark.skipif("bwrap" not in sandbox_kinds(), reason="the bwrap host's view")
 
 FOUND = {"cpp", "java", "go", "rust", "javascript"}  # .ci/run installs them (typescript: fetch_typescript.sh)
-# files of toolchain packages (g++, gcc, libstdc++'s headers, the JDK, go) and the count of /usr
+# files of toolchain packages (g++, gcc, libstdc++'s headers, the JDK, go...) and the count of /usr
+# (Debian's /etc/alternatives: absent on bwrap's interpreter view, the lean image's own on docker)
 VIEW = """
 import os
 paths = ['/usr/bin/g++', '/usr/lib/gcc', '/usr/include/c++', '/usr/lib/jvm', '/usr/bin/javac', '/usr/lib/go-1.19',
-         '/usr/bin/rustc', '/usr/bin/node', '/etc/alternatives']
+         '/usr/bin/rustc', '/usr/bin/node', '/usr/bin/go', '/usr/bin/cc']
 n = sum(len(files) for _, _, files in os.walk('/usr'))
 print({'seen': [p for p in paths if os.path.lexists(p)], 'usr_files': n})
 """
@@ -61,21 +63,37 @@ def python_view(url: str) -> dict:
     return ast.literal_eval(r.json()["run_result"]["stdout"].strip())
 
 
+def need_images(kind: str) -> None:
+    if kind != "docker":
+        return
+    from sandbox.hosts.docker import DockerHost
+
+    for image in (DockerHost.default_image(), toolchains.image()):
+        if not DockerHost.image_present(image):
+            why = f"docker image {image} is missing: TOOLCHAINS=1 bash sandbox/build_images.sh"
+            if IN_CI:
+                pytest.fail(why, pytrace=False)
+            pytest.skip(why)
+
+
 def readyz(url: str) -> dict:
     r = httpx.get(url + "/readyz", timeout=10)
     assert r.status_code == 200, r.text
     return r.json()
 
 
-@pytest.fixture(scope="module")
-def server():
-    s = start_server(sandbox="bwrap", pool_size=1)
+@pytest.fixture(scope="module", params=kind_params())
+def server(request):
+    need_images(request.param)
+    s = start_server(sandbox=request.param, pool_size=1)
     yield s
     s.stop()
 
 
-def test_the_toolchain_pool_starts_on_the_first_job_in_another_language():
-    s = start_server(sandbox="bwrap", pool_size=1)
+@pytest.mark.parametrize("kind", kind_params())
+def test_the_toolchain_pool_starts_on_the_first_job_in_another_language(kind):
+    need_images(kind)
+    s = start_server(sandbox=kind, pool_size=1)
     try:
         body = readyz(s.url)
         assert body["toolchains"]["state"] == "idle" and body["toolchains"]["mode"] == "auto", body
@@ -105,7 +123,9 @@ def test_the_toolchain_pool_starts_on_the_first_job_in_another_language():
         assert tc.capacity == py.capacity == s.app.state.admission.max_inflight
         # Python jobs still see the interpreter's files only, beside a running toolchain pool
         view = python_view(s.url)
-        assert view["seen"] == [] and view["usr_files"] < 1000, view
+        assert view["seen"] == [], view
+        if kind == "bwrap":
+            assert view["usr_files"] < 1000, view  # the interpreter's (43 here: its stdlib is outside /usr)
     finally:
         s.stop()
 
@@ -135,17 +155,25 @@ def test_run_code_cpp_and_python_with_no_options(server):
     assert bad["status"] == "Failed" and bad["compile_result"]["return_code"] != 0, bad
 
 
-def test_include_of_a_host_file_shows_nothing(server):
-    """The toolchain pool's view is the toolchains' packages: the compiler finds no host file."""
-    for path in ("/etc/shadow", "/etc/passwd", os.path.abspath(__file__)):
+def test_include_of_a_host_file_shows_nothing(server, tmp_path):
+    """The toolchain pool's view has no host file (bwrap: the toolchains' packages only, no
+    /etc; docker: the image): `#include` of one is a compile error that shows nothing of it."""
+    secret = tmp_path / "secret.h"
+    secret.write_text("int leaked = 271828;\n")
+    paths = [str(secret), os.path.abspath(__file__)]
+    if server.settings.sandbox == "bwrap":
+        paths += ["/etc/shadow", "/etc/passwd"]
+    for path in paths:
         prog = f'#include "{path}"\nint main() {{}}\n'
         r = httpx.post(server.url + "/run_code", json={"code": prog, "language": "cpp"}, timeout=120).json()
         assert r["status"] == "Failed" and "No such file" in r["compile_result"]["stderr"], r
-        assert "root:" not in r["compile_result"]["stderr"] and "toolchain" not in r["compile_result"]["stderr"], r
+        assert "271828" not in r["compile_result"]["stderr"] and "root:" not in r["compile_result"]["stderr"], r
 
 
-def test_languages_true_is_one_view_for_every_job():
-    s = start_server(sandbox="bwrap", pool_size=1, sandbox_options={"languages": True})
+@pytest.mark.parametrize("kind", kind_params())
+def test_languages_true_is_one_view_for_every_job(kind):
+    need_images(kind)
+    s = start_server(sandbox=kind, pool_size=1, sandbox_options={"languages": True})
     try:
         body = readyz(s.url)
         assert body["toolchains"]["state"] == "in every runner" and FOUND <= set(body["languages"]), body
@@ -156,8 +184,10 @@ def test_languages_true_is_one_view_for_every_job():
         s.stop()
 
 
-def test_languages_false_is_python_only():
-    s = start_server(sandbox="bwrap", pool_size=1, sandbox_options={"languages": False})
+@pytest.mark.parametrize("kind", kind_params())
+def test_languages_false_is_python_only(kind):
+    need_images(kind)
+    s = start_server(sandbox=kind, pool_size=1, sandbox_options={"languages": False})
     try:
         body = readyz(s.url)
         assert body["toolchains"]["state"] == "off" and body["languages"] == ["python"], body
@@ -177,6 +207,7 @@ def test_a_bad_languages_option_is_refused_naming_it():
             RuntimePools("bwrap", languages=bad)
 
 
+@needs_bwrap
 def test_eager_toolchains_and_a_missing_toolchain_from_the_command_line(tmp_path):
     """`--eager-toolchains`: ready at start-up. TypeScript's compiler absent (an empty
     VERIREWARD_TYPESCRIPT_DIR): /readyz leaves it out and a TypeScript item gets the clear
