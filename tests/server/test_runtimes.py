@@ -275,6 +275,13 @@ def test_server_started_with_runtime_sci_runs_sci_by_default(kind, tmp_path):
         (res,) = _score(url, [_item(SCI, SCI_TESTS)]).json()["results"]
         assert res["reward"] == 1.0, res
         assert _run_stdout(url, SCI, stdin="2 3\n") == "5 3 6 4 6\n"  # a SandboxFusion client gets sci too
+        # a C++ item names no runtime: the lean runtime is not offered, the toolchain pool runs it
+        cpp = {"completion": "```cpp\n#include <iostream>\nint main(){int a,b;std::cin>>a>>b;std::cout<<a+b<<'\\n';}\n```",
+               "task": {"type": "code", "language": "cpp", "tests": {"kind": "stdio", "cases": [
+                   {"stdin": "2 3\n", "stdout": "5\n"}]}}}
+        (res,) = _score(url, [cpp]).json()["results"]
+        assert res["reward"] == 1.0, res
+        assert httpx.get(url + "/readyz", timeout=10).json()["toolchains"]["state"] == "ready"
         r = _score(url, [_item(ADD, ADD_TESTS, runtime="python")])
         assert r.status_code == 422 and "available: sci" in r.json()["detail"][0]["msg"], r.text
     finally:
