@@ -628,7 +628,10 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     runners (default: one per core, at most 8) of `per_runner` jobs each; `per_runner`
     given alone fixes the capacity at size * per_runner.
     `pin_cpus` (see CpuPlan) defaults to on where the pool starts its own runners and off
-    for socketdir, whose runners other reward servers on the same machine may share."""
+    for socketdir, whose runners other reward servers on the same machine may share.
+    One pool is one view: bwrap's `languages=True` puts the toolchains in every runner's (default:
+    the interpreter's only); sending each job to a pool by its language is
+    `sandbox.runtimes.RuntimePools`' (what the server uses)."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
     per_runner_given = per_runner
