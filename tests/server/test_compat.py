@@ -68,7 +68,7 @@ def test_verl_sandbox_fusion_path(url):
     # older verl: no memory_limit_MB, stdin None
     assert verl_verdict(verl_request(url, "print('hi')", None, memory_limit_mb=None), "hi") is True
     # a language we do not run is a sandbox error, not the candidate's failure
-    r = httpx.post(url + "/run_code", json={"code": "int main(){}", "language": "cpp"}).json()
+    r = httpx.post(url + "/run_code", json={"code": "print('hi')", "language": "lua"}).json()
     assert r["status"] == "SandboxError" and verl_verdict(r, "") == -1
 
 
