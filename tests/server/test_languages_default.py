@@ -243,3 +243,23 @@ def test_eager_toolchains_and_a_missing_toolchain_from_the_command_line(tmp_path
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_which_pool_gets_which_option():
+    """The routing rule per host kind: auto routes on bwrap, and on docker unless an image is
+    named; the toolchain pool's host sees the toolchains, the others as the option says."""
+    assert toolchains.routes("auto", "bwrap", {}) and toolchains.routes("auto", "docker", {})
+    assert not toolchains.routes("auto", "docker", {"image": "x"}) and not toolchains.routes("auto", "socketdir", {})
+    assert not toolchains.routes(True, "bwrap", {}) and not toolchains.routes(False, "bwrap", {})
+    assert toolchains.host_options("bwrap", "auto", toolchains.POOL, {}) == {"languages": True}
+    assert toolchains.host_options("bwrap", "auto", "python", {}) == {"languages": False}
+    assert toolchains.host_options("bwrap", True, "sci", {}) == {"languages": True}
+    assert toolchains.host_options("docker", "auto", toolchains.POOL, {}) == {"image": toolchains.image()}
+    assert toolchains.host_options("docker", "auto", "python", {}) == {}
+    assert toolchains.host_options("docker", True, "python", {}) == {"image": toolchains.image()}
+    assert toolchains.host_options("docker", True, "python", {"image": "mine"}) == {}
+    assert toolchains.host_options("socketdir", "auto", toolchains.POOL, {}) == {}
+    pools = RuntimePools("bwrap")
+    pools.toolchain_languages = ["cpp"]
+    assert (pools.pool_for("cpp", "python"), pools.pool_for("cpp", "sci")) == (toolchains.POOL, toolchains.POOL)
+    assert (pools.pool_for("python", "sci"), pools.pool_for("rust", "python")) == ("sci", "python")  # rust: not found
