@@ -5,9 +5,10 @@ same wheelhouse without a registry (sandbox/Dockerfile.sci). The runner finds a 
 packages by VERIREWARD_RUNTIME_SITE and warm-imports VERIREWARD_RUNTIME_WARM in its spawners.
 
 `RuntimePools` routes each job to a pool of its runtime's runners; a runtime this host has not
-built is listed unavailable (`status()`) and refused, never a crash. On bwrap it also routes by
-language (`toolchains.py`): Python jobs to runners that see the interpreter only, the others
-to a pool whose runners see the toolchains, started on the first such job.
+built is listed unavailable (`status()`) and refused, never a crash. It also routes by language
+(`toolchains.py`): Python jobs to runners that see the interpreter only, the others to a pool
+whose runners see the toolchains (bwrap: the host's packages; docker: the toolchain image),
+started on the first such job.
 """
 
 from __future__ import annotations
