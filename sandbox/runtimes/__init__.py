@@ -153,6 +153,7 @@ class RuntimePools:
         self.start_s: dict[str, float] = {}  # runtime -> seconds its pool took to start
         self._locks: dict[str, asyncio.Lock] = {}  # per pool: one lazy start each, never one for another
         self._started = False
+        self._closed = False
 
     # ------------------------------------------------------------ what is offered
     @property
@@ -215,6 +216,11 @@ class RuntimePools:
         t0 = time.monotonic()
         p = await asyncio.to_thread(self._make, name)  # a toolchain host finds (or builds, once) C++'s PCH
         await p.start()
+        if self._closed:  # closed while it started (a lazy start during shutdown): no runner left behind
+            await p.close()
+            from sandbox.pool import InfraError
+
+            raise InfraError("the sandbox pools are closed")
         self.start_s[name] = time.monotonic() - t0
         self.pools[name] = p
         return p
@@ -225,6 +231,7 @@ class RuntimePools:
             from sandbox.hosts.base import RunnerStartError
 
             raise RunnerStartError(f"default runtime {self.default!r}: {why}")
+        self._closed = False
         if self.kind == "auto":  # resolved first: which options each pool gets depends on it
             from sandbox.pool import resolve_kind
 
@@ -302,6 +309,7 @@ class RuntimePools:
         return await p.execute(req, *args, **kw)
 
     async def close(self) -> None:
+        self._closed = True
         pools, self.pools = self.pools, {}
         for p in pools.values():
             await p.close()

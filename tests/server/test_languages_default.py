@@ -13,6 +13,7 @@ Docker needs both images (`TOOLCHAINS=1 bash sandbox/build_images.sh`, as .ci/ru
 from __future__ import annotations
 
 import ast
+import asyncio
 import os
 import subprocess
 import sys
@@ -263,3 +264,38 @@ def test_which_pool_gets_which_option():
     pools.toolchain_languages = ["cpp"]
     assert (pools.pool_for("cpp", "python"), pools.pool_for("cpp", "sci")) == (toolchains.POOL, toolchains.POOL)
     assert (pools.pool_for("python", "sci"), pools.pool_for("rust", "python")) == ("sci", "python")  # rust: not found
+
+
+def _children() -> set[int]:
+    """This process's live child processes (the hosts' bwrap / mountns.py runners)."""
+    me, out = os.getpid(), set()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me and fields[0] != "Z":
+                out.add(int(d))
+    return out
+
+
+@needs_bwrap
+async def test_a_lazy_start_cut_short_by_close_leaves_no_runner():
+    """Shutdown while the first C++ job starts the toolchain pool: the job is the sandbox's
+    failure (InfraError), and no runner of that pool outlives the pools."""
+    from sandbox import ExecRequest, InfraError, Limits
+
+    before = _children()
+    rp = RuntimePools("bwrap", size=1, per_runner=1)
+    await rp.start()
+    job = asyncio.ensure_future(rp.execute(ExecRequest(program=PROGRAMS["cpp"]["correct"], language="cpp",
+                                                       stdin="1 2\n", limits=Limits(timeout_s=5))))
+    await asyncio.sleep(0.3)  # the toolchain pool is starting (its scan and runner take over a second)
+    assert not job.done()
+    await rp.close()
+    with pytest.raises(InfraError):
+        await job
+    await asyncio.sleep(0.5)
+    assert _children() - before == set()
