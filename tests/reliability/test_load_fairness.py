@@ -70,7 +70,7 @@ def test_cpu_bound_programs_pass_beside_six_cpu_hogs(server):
 
 
 @pytest.mark.timeout(120)
-def test_four_looping_items_beside_twelve_fast_ones_finish_in_8_s(server):
+def test_four_looping_items_cost_one_timeout_each_beside_twelve_fast_ones(server):
     loop = "def f(x):\n    while True:\n        pass\n"
     asserts = [f"assert f({i}) == {i}" for i in range(8)]
     items = [code_item(f"loop{i}", loop, asserts, 2.0) for i in range(4)]
@@ -85,7 +85,9 @@ def test_four_looping_items_beside_twelve_fast_ones_finish_in_8_s(server):
         assert statuses == ["timeout"] + ["skipped"] * 7, (r["id"], r["detail"]["tests"][:2])
         assert r["reward"] == pytest.approx(0.2)  # syntax + runs, no test
     assert all(r["reward"] == 1.0 for r in results[4:]), results[4:]
-    assert took < 8.0, took
+    # one timeout per looping item is 4 x 2 s of CPU (~4 s of wall on 2 cores); one per test
+    # would be 4 x 8 x 2 s (>= 32 s of wall): a bound between them that a loaded machine keeps
+    assert took < 16.0, took
 
 
 @pytest.mark.timeout(60)
