@@ -74,6 +74,8 @@ extern template float std::__detail::__expint_E1_asymp<float>(float);
 extern template long double std::__detail::__expint_E1_series<long double>(long double);
 extern template long double std::__detail::__expint_En_cont_frac<long double>(unsigned int, long double);
 extern template long double std::__detail::__expint_E1_asymp<long double>(long double);
+extern template float std::__detail::__poly_laguerre<unsigned int, float>(unsigned int, unsigned int, float);
+extern template long double std::__detail::__poly_laguerre<unsigned int, long double>(unsigned int, unsigned int, long double);
 // std::stoi ... std::stold and their wstring overloads
 extern template int __gnu_cxx::__stoa<long, int, char, int>(long (*)(const char*, char**, int), const char*, const char*, std::size_t*, int);
 extern template long __gnu_cxx::__stoa<long, long, char, int>(long (*)(const char*, char**, int), const char*, const char*, std::size_t*, int);
@@ -91,6 +93,9 @@ extern template unsigned long long __gnu_cxx::__stoa<unsigned long long, unsigne
 extern template float __gnu_cxx::__stoa<float, float, wchar_t>(float (*)(const wchar_t*, wchar_t**), const char*, const wchar_t*, std::size_t*);
 extern template double __gnu_cxx::__stoa<double, double, wchar_t>(double (*)(const wchar_t*, wchar_t**), const char*, const wchar_t*, std::size_t*);
 extern template long double __gnu_cxx::__stoa<long double, long double, wchar_t>(long double (*)(const wchar_t*, wchar_t**), const char*, const wchar_t*, std::size_t*);
+// std::to_string / std::to_wstring of floating-point values
+extern template std::__cxx11::basic_string<char> __gnu_cxx::__to_xstring<std::__cxx11::basic_string<char>, char>(int (*)(char*, std::size_t, const char*, __builtin_va_list), std::size_t, const char*, ...);
+extern template std::__cxx11::basic_string<wchar_t> __gnu_cxx::__to_xstring<std::__cxx11::basic_string<wchar_t>, wchar_t>(int (*)(wchar_t*, std::size_t, const wchar_t*, __builtin_va_list), std::size_t, const wchar_t*, ...);
 // std::to_chars and std::to_string's integer conversions
 extern template void std::__detail::__to_chars_10_impl<unsigned>(char*, unsigned, unsigned) noexcept;
 extern template void std::__detail::__to_chars_10_impl<unsigned long>(char*, unsigned, unsigned long) noexcept;
