@@ -61,8 +61,9 @@ def pch_archive() -> str:
 
 def linker_flags() -> str:
     """-fuse-ld=gold where binutils ships gold (Debian's does): a static C++ link costs ~50 ms
-    of CPU with it against ~100 ms with ld.bfd, the same binary semantics; none elsewhere."""
-    return "-fuse-ld=gold" if languages.resolve("ld.gold") else ""
+    of CPU with it against ~100 ms with ld.bfd, the same binary semantics; none elsewhere.
+    No build-id note (~4 ms of hashing the 2 MB binary; nothing reads it)."""
+    return "-fuse-ld=gold -Wl,--build-id=none" if languages.resolve("ld.gold") else "-Wl,--build-id=none"
 
 
 @dataclass
