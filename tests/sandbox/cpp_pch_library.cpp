@@ -71,6 +71,11 @@ int main() {
   try { promise<void> q; q.set_value(); q.set_value(); } catch (const future_error& ex) { printf("future_error %d\n", (int)(ex.code() == future_errc::promise_already_satisfied)); }
   shared_future<void> sf = promise<void>().get_future().share(); (void)sf;
   printf("futures %d %d %d\n", fi.get(), as.get(), fp.get());
+  future<void> broken; { promise<void> q; broken = q.get_future(); }
+  try { broken.get(); } catch (const future_error& ex) { printf("broken %d\n", (int)(ex.code() == future_errc::broken_promise)); }
+  auto mp = make_shared<mutex>(); { lock_guard<mutex> lk(*mp); } weak_ptr<mutex> wm = mp;
+  shared_ptr<int> si = make_shared<int>(5), sj = si; printf("shared %ld %ld %d\n", mp.use_count(), si.use_count(), *sj);
+  mp.reset(); printf("expired %d\n", (int)wm.expired());
   once_flag of; int calls = 0; for (int i = 0; i < 3; i++) call_once(of, [&] { calls++; });
   printf("call_once %d\n", calls);
 }

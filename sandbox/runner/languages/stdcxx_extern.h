@@ -124,6 +124,16 @@ extern template std::to_chars_result std::__to_chars_i<unsigned long long>(char*
 // std::promise<void> / std::future<void> (their state's one-time set) and std::thread's join through call_once
 extern template void std::call_once<void (std::__future_base::_State_baseV2::*)(std::function<std::unique_ptr<std::__future_base::_Result_base, std::__future_base::_Result_base::_Deleter>()>*, bool*), std::__future_base::_State_baseV2*, std::function<std::unique_ptr<std::__future_base::_Result_base, std::__future_base::_Result_base::_Deleter>()>*, bool*>(std::once_flag&, void (std::__future_base::_State_baseV2::*&&)(std::function<std::unique_ptr<std::__future_base::_Result_base, std::__future_base::_Result_base::_Deleter>()>*, bool*), std::__future_base::_State_baseV2*&&, std::function<std::unique_ptr<std::__future_base::_Result_base, std::__future_base::_Result_base::_Deleter>()>*&&, bool*&&);
 extern template void std::call_once<void (std::thread::*)(), std::thread*>(std::once_flag&, void (std::thread::*&&)(), std::thread*&&);
+// shared_ptr's control blocks (their vtables would instantiate every virtual member) and the
+// make_shared<> of promise<void>'s state and of a mutex; the exception a broken promise stores
+extern template class std::_Sp_counted_base<__gnu_cxx::_S_single>;
+extern template class std::_Sp_counted_base<__gnu_cxx::_S_mutex>;
+extern template class std::_Sp_counted_base<__gnu_cxx::_S_atomic>;
+extern template class std::_Sp_counted_ptr_inplace<std::__future_base::_State_baseV2, std::allocator<void>, __gnu_cxx::_S_atomic>;
+extern template class std::_Sp_counted_ptr_inplace<std::mutex, std::allocator<void>, __gnu_cxx::_S_atomic>;
+extern template std::__allocated_ptr<std::allocator<std::_Sp_counted_ptr_inplace<std::__future_base::_State_baseV2, std::allocator<void>, __gnu_cxx::_S_atomic>>> std::__allocate_guarded<std::allocator<std::_Sp_counted_ptr_inplace<std::__future_base::_State_baseV2, std::allocator<void>, __gnu_cxx::_S_atomic>>>(std::allocator<std::_Sp_counted_ptr_inplace<std::__future_base::_State_baseV2, std::allocator<void>, __gnu_cxx::_S_atomic>>&);
+extern template std::__allocated_ptr<std::allocator<std::_Sp_counted_ptr_inplace<std::mutex, std::allocator<void>, __gnu_cxx::_S_atomic>>> std::__allocate_guarded<std::allocator<std::_Sp_counted_ptr_inplace<std::mutex, std::allocator<void>, __gnu_cxx::_S_atomic>>>(std::allocator<std::_Sp_counted_ptr_inplace<std::mutex, std::allocator<void>, __gnu_cxx::_S_atomic>>&);
+extern template std::__exception_ptr::exception_ptr std::make_exception_ptr<std::future_error>(std::future_error) noexcept;
 // std::u16string / std::u32string (std::string and std::wstring are already in libstdc++) and the
 // range constructors libstdc++ instantiates for char and wchar_t
 extern template class std::__cxx11::basic_string<char16_t>;
