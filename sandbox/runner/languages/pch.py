@@ -29,6 +29,22 @@ ARCHIVE = "libvrstdcxx.a"
 EXTERN_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "stdcxx_extern.h")
 
 
+# built and linked with the new PCH and archive before they are installed: a g++ where a line
+# no longer matches what the library uses fails here (then the plain header's PCH), never in a job
+SMOKE = r"""#include <bits/stdc++.h>
+int main(int argc, char** argv) {
+  std::string s = std::to_string(argc) + std::to_string(1.5) + argv[0]; std::wstring w = std::to_wstring(argc);
+  char b[64]; auto r = std::to_chars(b, b + 64, argc, 7); std::filesystem::path p(s);
+  std::u16string u = p.u16string(); std::u32string v = p.u32string(); std::wstring pw = p.wstring();
+  std::promise<void> pr; auto f = pr.get_future(); std::thread t([&] { pr.set_value(); }); f.wait(); t.join();
+  auto m = std::make_shared<std::mutex>(); std::once_flag once; std::call_once(once, [] {});
+  return std::stoi(s) + (int)std::stold(s) + (int)std::stof(s) + (int)std::stoull(s) + (int)std::stoll(s)
+    + (int)std::cyl_bessel_jf(0.5f, 1.f) + (int)std::assoc_laguerrel(1, 1, 0.5L) + (int)std::riemann_zeta(2.0)
+    + (int)std::stol(w) + (int)(r.ptr - b) + (int)u.size() + (int)v.size() + (int)pw.size() + (int)m.use_count();
+}
+"""
+
+
 def declarations() -> list[str]:
     """The explicit instantiation declarations of stdcxx_extern.h, one per line."""
     with open(EXTERN_H, encoding="utf-8") as f:
@@ -74,6 +90,11 @@ def _archive(gxx: str, tmp: str, decls: list[str]) -> None:
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as ex:
         objs = list(ex.map(one, range(len(decls))))
     subprocess.run([ar, "rcs", os.path.join(tmp, ARCHIVE), *objs], check=True, capture_output=True, timeout=300)
+    with open(os.path.join(src, "smoke.cpp"), "w", encoding="utf-8") as f:
+        f.write(SMOKE)
+    subprocess.run([gxx, *CPP_FLAGS, "-I", tmp, "-Winvalid-pch", "-Werror=invalid-pch", "-static", "-o",
+                    os.path.join(src, "smoke"), os.path.join(src, "smoke.cpp"), os.path.join(tmp, ARCHIVE)],
+                   check=True, capture_output=True, timeout=300)
     shutil.rmtree(src)
 
 
