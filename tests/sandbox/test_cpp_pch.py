@@ -74,6 +74,21 @@ def test_every_declaration_names_a_library_template_of_library_types():
                          "double", "wchar_t", "char16_t", "char32_t", "const", "noexcept", "__builtin_va_list"}, (d, words)
 
 
+def test_declarations_that_do_not_fit_the_compiler_fall_back_to_the_plain_header(tmp_path, monkeypatch):
+    """A g++ whose library no longer has what a line names: the PCH is the plain header's and
+    there is no archive, so the compile step links nothing extra (compiled.pch_archive)."""
+    _gxx()
+    bad = tmp_path / "extern.h"
+    bad.write_text("extern template int std::__detail::__no_such_helper<int>(int);\n")
+    monkeypatch.setattr(pch, "EXTERN_H", str(bad))
+    dest = tmp_path / "pch"
+    assert pch.build(str(dest))
+    assert (dest / pch.GCH).exists() and not (dest / pch.ARCHIVE).exists()
+    (tmp_path / "main.cpp").write_text(PROGRAM)
+    r = _build_and_run(tmp_path, "plain_pch", ["-I", str(dest), "-Winvalid-pch", "main.cpp"])
+    assert r.returncode == 0 and "call_once 1" in r.stdout, r.stderr[-2000:]
+
+
 @pytest_asyncio.fixture(scope="module", params=kind_params())
 async def pool(request):
     p = make_pool(request.param, size=1, per_runner=1, **host_options(request.param))
