@@ -49,7 +49,7 @@ def cache_for(cfg: dict) -> CompileCache:
 def pch_flags() -> str:
     """-I flags that make g++ use the precompiled bits/stdc++.h, when one was built for this
     toolchain (g++ checks it and falls back to the header when it does not match)."""
-    return f"-I {PCH_DIR}" if os.path.exists(os.path.join(PCH_DIR, "bits", "stdc++.h.gch")) else ""
+    return f"-I {PCH_DIR}" if os.path.exists(os.path.join(PCH_DIR, pch.GCH)) else ""
 
 
 def pch_archive() -> str:
