@@ -13,6 +13,7 @@ Also: Java and node per completion once built, and the cache hit rate on GRPO-li
 Usage:
     python bench/languages.py                 # C++ 20 tests, 4 completions per mode
     python bench/languages.py --only java,javascript   # the shared process vs a process per test
+    python bench/languages.py --only cpp --rounds 3     # C++ miss / hit rows only, repeated (for A/B runs)
     python bench/languages.py --tests 20 --completions 6 --json out.json
 """
 
@@ -195,13 +196,38 @@ async def shared_rows(n_tests: int, n: int, langs: list[str]) -> None:
         await pool.close()
 
 
+async def cpp_rows(n_tests: int, n: int, rounds: int) -> None:
+    """C++ cache miss and hit only (no baselines), `rounds` times with new programs: quick enough
+    to alternate with another checkout of the code at the same load."""
+    tests = cases(n_tests)
+    pool = make_pool("bwrap", size=1, per_runner=2, languages=True)
+    await pool.start()
+    try:
+        await ours(pool, "cpp", CPP, [-1], tests)  # warm the runner
+        base = int(time.time()) % 100000 * 1000
+        print(f"\nper completion of {n_tests} tests, {n} distinct programs per round (ms)")
+        for r in range(rounds):
+            salts = [base + r * 100 + i for i in range(n)]
+            miss = await ours(pool, "cpp", CPP, salts, tests)
+            hit = await ours(pool, "cpp", CPP, salts, tests)
+            print(row(f"round {r + 1}: C++ cache miss", miss[0], miss[1], "CPU <= 350"))
+            print(row(f"round {r + 1}: C++ cache hit", hit[0], hit[1], "CPU <= 50"))
+    finally:
+        await pool.close()
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tests", type=int, default=20)
     ap.add_argument("--completions", type=int, default=4)
     ap.add_argument("--json", default="")
-    ap.add_argument("--only", default="", help="java,javascript: only those rows (no C++ or baselines)")
+    ap.add_argument("--only", default="", help="java,javascript: only those rows (no C++ or baselines); "
+                    "cpp: only C++ miss and hit")
+    ap.add_argument("--rounds", type=int, default=1, help="with --only cpp: rounds of distinct programs")
     a = ap.parse_args()
+    if a.only == "cpp":
+        await cpp_rows(a.tests, a.completions, a.rounds)
+        return
     if a.only:
         await shared_rows(a.tests, a.completions, a.only.split(","))
         return

@@ -22,11 +22,13 @@ def test_names_and_aliases():
 
 
 def test_argv_placeholders():
-    argv = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="", ld="", main="main")
+    argv = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="", pchlib="", ld="", main="main")
     assert argv[0].endswith("g++") and "-std=c++17" in argv and "" not in argv
     with_pch = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="-I /opt/verireward/pch", ld="-fuse-ld=gold",
-                        main="main")
+                        pchlib="/opt/verireward/pch/libvrstdcxx.a", main="main")
     assert with_pch[with_pch.index("-I") + 1] == "/opt/verireward/pch" and "-fuse-ld=gold" in with_pch
+    # the archive of what the PCH declares extern comes after the program, so the linker takes from it
+    assert with_pch.index("/opt/verireward/pch/libvrstdcxx.a") > with_pch.index("main.cpp")
     run = JAVA.argv(JAVA.run, art="/c/k", main="Solution", heap_mb="256", memory_mb="256")
     assert run[-3:] == ["-cp", "/c/k", "Solution"] and "-Xmx256m" in run
     assert "-Xlog:all=warning:stderr" in run  # JVM warnings never on stdout
@@ -38,8 +40,8 @@ def test_java_entry_class():
 
 
 def test_cache_key_covers_language_flags_source_and_files():
-    a = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="", ld="", main="main")
-    b = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="-I /p", ld="", main="main")
+    a = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="", pchlib="", ld="", main="main")
+    b = CPP.argv(CPP.compile, src="main.cpp", out="o", pch="-I /p", pchlib="", ld="", main="main")
     k = languages.cache_key(CPP, a, "int main(){}")
     assert k == languages.cache_key(CPP, a, "int main(){}")
     assert len({k, languages.cache_key(CPP, b, "int main(){}"), languages.cache_key(CPP, a, "int main(){ }"),

@@ -25,7 +25,8 @@ PYTHON = "python"
 class Language:
     """One language: placeholders in argv are {src} (source file name), {main} (entry class),
     {art} (the artifact directory in the cache), {out} (the build's output directory),
-    {memory_mb}, {heap_mb}, {pch} (the precompiled-header include flags, or nothing), {ld}
+    {memory_mb}, {heap_mb}, {pch} (the precompiled-header include flags, or nothing), {pchlib}
+    (the archive of what that header declares extern, or nothing), {ld}
     (the faster linker's flag, or nothing), and in `shared` {hart} (the harness's artifact
     directory)."""
 

@@ -29,7 +29,8 @@ CPP = Language(
     source="main.cpp",
     # -static as Codeforces links: no dynamic loading of libstdc++ in every test (~0.3-0.5 ms each);
     # {ld}: gold where binutils has it, which links that static binary in half of ld.bfd's CPU
-    compile=("g++", *CPP_FLAGS, "{pch}", "-static", "{ld}", "-o", "{out}/main", "{src}"),
+    # {pchlib}: the library templates the PCH declares extern (pch.py), after the program
+    compile=("g++", *CPP_FLAGS, "{pch}", "-static", "{ld}", "-o", "{out}/main", "{src}", "{pchlib}"),
     run=("{art}/main",),
     tools=("g++",),
     reserve_mb=320,  # the 256 MB stack lives in the address space, not in RLIMIT_DATA
