@@ -213,6 +213,11 @@ def warm_map(s, t=None):
 
 def warm_fail(x):
     raise ValueError("warm-up")
+
+
+class Solution:
+    def warm_method(self, xs, target):
+        return [i for i, x in enumerate(xs) if x == target]
 """
 _WARM_CALLS = (
     ("warm_sort", [[3, 1, 2], 2]),
@@ -221,8 +226,9 @@ _WARM_CALLS = (
     ("warm_map", [["x", "y"], {"a": [1, 2]}]),
     ("warm_fail", [0]),
     ("warm_missing", []),
+    ("warm_method", [[1, 2, 1], 1]),
 )
-WARM_ROUNDS = 120  # each warm-up call runs 20 times: past 3.11's warm-up count (8) and its specialisation
+WARM_ROUNDS = 140  # each warm-up call runs 20 times: past 3.11's warm-up count (8) and its specialisation
 
 
 def warm_up(rounds: int = WARM_ROUNDS) -> None:
