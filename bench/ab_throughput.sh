@@ -10,6 +10,8 @@
 # noise, CPU time much less). Each tree runs its own bench scripts and its own runner code (the
 # docker host mounts the tree's sandbox/ into the container); cpu_per_job.py is this tree's.
 # Prints one line per run and the medians per tree; raw lines go to $OUT (default /tmp/ab.txt).
+# SIMULTANEOUS=1: only cpu_per_job.py, A and B at the same time in each round (each at c=2), so a
+# shared machine's load falls on both alike (its CPU figures then carry both pools' contention).
 set -euo pipefail
 A=$(cd "$1" && pwd); IA=$2; B=$(cd "$3" && pwd); IB=$4; ROUNDS=${5:-3}; PASSES=${6:-3}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,9 +27,22 @@ run() {  # tree image label
         --passes "$PASSES" --concurrency 2 --label "$label" --json 2>/dev/null | tail -1)
   echo "$label | $tp | $cpu" | tee -a "$OUT"
 }
+cpu_only() {  # tree image label
+  local cpu
+  cpu=$(cd "$1" && VERIREWARD_SANDBOX_IMAGE=$2 PYTHONPATH=$1 nice -n 10 "$PY" "$HERE/cpu_per_job.py" \
+        --passes "$PASSES" --concurrency 2 --label "$3" --json 2>/dev/null | tail -1)
+  echo "$3 | (simultaneous) | $cpu" >> "$OUT"
+}
 for _ in $(seq "$ROUNDS"); do
-  run "$A" "$IA" A
-  run "$B" "$IB" B
+  if [ "${SIMULTANEOUS:-0}" = "1" ]; then
+    cpu_only "$A" "$IA" A &
+    cpu_only "$B" "$IB" B
+    wait
+    tail -2 "$OUT"
+  else
+    run "$A" "$IA" A
+    run "$B" "$IB" B
+  fi
 done
 "$PY" - "$OUT" <<'PY'
 import json, re, statistics as st, sys
@@ -43,8 +58,10 @@ for label, rs in rows.items():
         continue
     cpu = {k: st.median(r[2].get(k, 0.0) for r in rs) for k in ("total", "candidates", "vr-super", "vr-spawner",
                                                                   "vr-verdict", "client")}
-    print(f"{label}: median {st.median(r[0] for r in rs):.1f}x docker run, {st.median(r[1] for r in rs):.2f}x subprocess; "
-          "CPU ms/job " + " ".join(f"{k}={v:.3f}" for k, v in cpu.items()))
+    walls = [r for r in rs if r[0] == r[0]]  # none in SIMULTANEOUS mode (nan)
+    wall = (f"median {st.median(r[0] for r in walls):.1f}x docker run, {st.median(r[1] for r in walls):.2f}x subprocess; "
+            if walls else "")
+    print(f"{label}: {wall}CPU ms/job " + " ".join(f"{k}={v:.3f}" for k, v in cpu.items()))
 if rows["A"] and rows["B"]:
     pairs = [b[2].get("total", 0) / a[2]["total"] for a, b in zip(rows["A"], rows["B"]) if a[2].get("total")]
     print("B/A CPU per job, per round:", " ".join(f"{x:.3f}" for x in pairs))
