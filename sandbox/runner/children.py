@@ -30,6 +30,7 @@ READ_BYTES = 1 << 16
 VERDICT_JOBS = 1000  # jobs one verdict process serves before a fresh one replaces it
 VERDICT_MIN_MB = 2048
 KEEP_BYTES = 4096  # output kept per stream of a function run (the tests' messages say the rest)
+PEEK_NOW = int(socket.MSG_PEEK | socket.MSG_DONTWAIT)  # a plain int: OR-ing the flag enums costs ~1.3 us a call
 KEEP_MAX = 16 << 20  # output kept per stream and job, whatever the caps (script.fit_frame keeps the answer one frame)
 
 
@@ -225,7 +226,7 @@ class Children:
 
     def _client_readable(self, conn: socket.socket) -> None:
         try:
-            gone = not conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+            gone = not conn.recv(1, PEEK_NOW)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -396,7 +397,7 @@ class Children:
         if c.killed:
             return False
         try:
-            return bool(c.ctrl.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+            return bool(c.ctrl.recv(1, PEEK_NOW))
         except (BlockingIOError, InterruptedError):
             return False
         except OSError:

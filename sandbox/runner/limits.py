@@ -253,7 +253,7 @@ def set_private_shm(path: str) -> None:
 def empty_private_shm() -> None:
     """Remove everything in the slot's own /dev/shm (nothing where it has none: a shared
     /dev/shm holds other jobs' files, which only `remove_files_of` by uid may touch)."""
-    if _private_shm is None:
+    if _private_shm is None or is_empty_fs(_private_shm):
         return
     try:
         entries = os.listdir(_private_shm)
@@ -296,15 +296,15 @@ def make_scratch(base: str, name: str, uid: int) -> str:
     Where the host made the path a file system of its own (a tmpfs per slot with byte and
     inode quotas: one job filling it cannot give another ENOSPC), it is emptied instead."""
     path = os.path.join(base, name)
-    try:
-        os.mkdir(path, mode=0o700)
-    except FileExistsError:
-        if not is_mount(path):
+    if is_mount(path):  # the slot's own file system: emptied (usually by the last job's cleanup already)
+        remove_tree(path)
+        os.chmod(path, 0o700)
+    else:
+        try:
+            os.mkdir(path, mode=0o700)
+        except FileExistsError:
             remove_tree(path)
             os.mkdir(path, mode=0o700)
-        else:
-            remove_tree(path)
-            os.chmod(path, 0o700)
     if can_switch_uid():
         os.chown(path, uid, uid)
     return path
@@ -313,6 +313,17 @@ def make_scratch(base: str, name: str, uid: int) -> str:
 @functools.cache  # the host mounts the slots' file systems before the runner starts
 def is_mount(path: str) -> bool:
     return os.path.ismount(path)
+
+
+def is_empty_fs(path: str) -> bool:
+    """Whether the file system mounted at `path` holds nothing but its root directory: its
+    inode count says so in one statvfs (tmpfs counts every inode; an inode still held open
+    counts too). False where it cannot say (no inode limit, or an error): then list it."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return bool(st.f_files) and st.f_files - st.f_ffree <= 1
 
 
 def scratch_full(path: str) -> bool:
@@ -336,12 +347,21 @@ SCRATCH_FULL_BYTES = 64 << 10  # less than this free (or 1% of the size) counts 
 def remove_tree(path: str) -> None:
     """Delete `path` and everything under it; a mount point is only emptied."""
     if is_mount(path):
+        if is_empty_fs(path):  # one statvfs instead of a listing: the next job's scratch is usually so
+            return
         try:
-            entries = os.listdir(path)
+            with os.scandir(path) as it:
+                entries = [(e.path, e.is_dir(follow_symlinks=False)) for e in it]
         except OSError:
             return
-        for entry in entries:
-            _remove_any(os.path.join(path, entry))
+        for entry, is_dir in entries:
+            if not is_dir:  # d_type says so: no stat (a job's usual leftover is its prog.py)
+                try:
+                    os.unlink(entry)
+                    continue
+                except OSError:
+                    pass
+            _remove_any(entry)
         return
     try:
         os.rmdir(path)  # most jobs leave their scratch directory empty

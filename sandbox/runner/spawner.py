@@ -92,6 +92,7 @@ class _Spawner:
         seccomp.enter()
         writable = [os.path.dirname(self.scratch)] if self.scratch else ["/"]
         seccomp.make_ruleset([*writable, "/dev", limits.JOB_CGROUP_DIR])
+        candidate.warm_up()  # every candidate inherits the call path's code warm (candidate.warm_up)
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())

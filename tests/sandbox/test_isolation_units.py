@@ -55,6 +55,28 @@ def test_scratch_on_its_own_tmpfs_is_emptied_and_full_is_seen(small_tmpfs):
     assert again == path and os.listdir(path) == [] and os.stat(path).st_uid == 4243
 
 
+def test_empty_fs_is_seen_by_its_inode_count_and_anything_left_is_removed(small_tmpfs, tmp_path):
+    path = small_tmpfs
+    assert limits.is_empty_fs(path)  # nothing but its root: the cleanup skips the listing
+    assert not limits.is_empty_fs(str(tmp_path))  # not a file system with an inode count of its own
+    os.symlink("/etc/passwd", os.path.join(path, "link"))  # a link is removed, never followed
+    os.makedirs(os.path.join(path, "d", "e"))
+    with open(os.path.join(path, "prog.py"), "w") as f:
+        f.write("x = 1\n")
+    held = open(os.path.join(path, "gone"), "w")  # noqa: SIM115 - an unlinked file still open holds its inode
+    os.unlink(os.path.join(path, "gone"))
+    try:
+        assert not limits.is_empty_fs(path)
+        limits.remove_tree(path)
+        assert os.listdir(path) == [] and os.path.exists("/etc/passwd")
+        assert not limits.is_empty_fs(path)  # the open inode still counts: a listing each time, never a skip
+    finally:
+        held.close()
+    assert limits.is_empty_fs(path)
+    limits.remove_tree(path)  # one statvfs, nothing to do
+    assert os.listdir(path) == [] and limits.is_mount(path)
+
+
 def test_uid_leases_are_exclusive_across_processes(tmp_path, monkeypatch):
     monkeypatch.setenv(uidlease.ENV_LEASE_DIR, str(tmp_path))
     mine = uidlease.lease(8)

@@ -156,3 +156,33 @@ def test_remove_tree_empties_locked_directories_as_their_owner():
     _, status = os.waitpid(pid, 0)
     shutil.rmtree(base, ignore_errors=True)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+
+
+def test_warm_up_runs_the_call_path_and_leaves_nothing_behind(monkeypatch):
+    """The spawner's warm-up (candidate.warm_up) answers real frames through `_call`, and
+    what it ran leaves no module, limit, name or object behind for a candidate to find."""
+    import gc
+    import sys
+
+    from sandbox.runner import candidate
+
+    replies = []
+    real_call = candidate._call
+
+    def counting(ns, msg):
+        reply = real_call(ns, msg)
+        replies.append(reply)
+        return reply
+
+    monkeypatch.setattr(candidate, "_call", counting)
+    modules, limit, argv = set(sys.modules), sys.getrecursionlimit(), list(sys.argv)
+    candidate.warm_up()
+    assert len(replies) == candidate.WARM_ROUNDS
+    assert {"ok": True, "value": [3, 4, 5]}.items() <= replies[0].items()  # warm_sort([3, 1, 2], 2)
+    assert any(r.get("exc_type") == "ValueError" for r in replies) and any(r.get("exc_type") == "NameError"
+                                                                             for r in replies)
+    assert any(r.get("value") == [0, 2] for r in replies)  # Solution().warm_method
+    replies.clear()
+    gc.collect()
+    assert set(sys.modules) == modules and sys.getrecursionlimit() == limit and sys.argv == argv
+    assert not [o for o in gc.get_objects() if type(o) is dict and o.get("__name__") == "warm_up"]
