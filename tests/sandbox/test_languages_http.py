@@ -21,10 +21,9 @@ LANGS = list(PROGRAMS)
 
 
 @pytest.fixture(scope="module", params=kind_params())
-def url(request):
-    s = start_server(sandbox=request.param, sandbox_options=host_options(request.param))
-    yield s.url
-    s.stop()
+def url(request, shared_servers):
+    """A server whose runners have the toolchains, shared by the language suites (tests/shared.py)."""
+    return shared_servers.get(sandbox=request.param, sandbox_options=host_options(request.param)).url
 
 
 def score(url: str, items: list[dict]) -> list[dict]:
