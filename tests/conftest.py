@@ -11,6 +11,9 @@ import functools
 import os
 
 import pytest
+import pytest_asyncio
+
+from tests.shared import SharedPools, SharedServers
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
@@ -53,3 +56,19 @@ def sandbox_kinds() -> list[str]:
 
 def kind_params() -> list:
     return [pytest.param(k, id=k, marks=[pytest.mark.docker] if k == "docker" else []) for k in sandbox_kinds()]
+
+
+@pytest.fixture(scope="session")
+def shared_servers():
+    """Live servers shared across modules, one per option set (tests/shared.py)."""
+    servers = SharedServers()
+    yield servers
+    servers.close()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def shared_pools():
+    """Started pools shared across modules, one per host and option set (tests/shared.py)."""
+    pools = SharedPools()
+    yield pools
+    await pools.close()

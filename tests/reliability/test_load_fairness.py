@@ -16,17 +16,16 @@ import httpx
 import pytest
 
 from tests.conftest import kind_params
-from tests.server.conftest import start_server
 
 BURN = ("import time\ndef burn(s):\n    t = time.process_time()\n    while time.process_time() - t < s:\n"
         "        pass\n    return 1\n")
 
 
 @pytest.fixture(scope="module", params=kind_params())
-def server(request):
-    s = start_server(sandbox=request.param)  # default sizing: pool_slots from cores and memory
-    yield s
-    s.stop()
+def server(request, shared_servers):
+    """The default server (default sizing: pool_slots from cores and memory), shared with the
+    other modules that start it (tests/shared.py); the tests leave it idle."""
+    return shared_servers.get(sandbox=request.param)
 
 
 @contextlib.contextmanager

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from sandbox import Limits, make_pool
+from sandbox import Limits
 from tests.conftest import kind_params
 from tests.sandbox.conftest import SECRET_ENV, assert_still_serves, host_job_processes, job, probe
 
@@ -107,17 +107,17 @@ print("scratch ok", open("mine.txt").read())
 
 
 @pytest.mark.parametrize("kind", kind_params())
-async def test_concurrent_jobs_are_isolated_from_each_other(kind):
+async def test_concurrent_jobs_are_isolated_from_each_other(kind, shared_pools):
     """Two jobs on the same runner: the second cannot read, list or kill the first."""
     from sandbox import ExecRequest
 
-    async with make_pool(kind, size=1, per_runner=2) as p:
-        secret = "job-secret-" + os.urandom(6).hex()
-        victim = ExecRequest(
-            program=f"import time\nopen('s.txt','w').write({secret!r})\nS = {secret!r}\ntime.sleep(2.5)\n"
-                    "print('victim alive', open('s.txt').read() == S)\n",
-            limits=Limits(timeout_s=10))
-        attacker = ExecRequest(program="""
+    p = await shared_pools.get(kind, size=1, per_runner=2)  # shared with test_isolation's: left as found
+    secret = "job-secret-" + os.urandom(6).hex()
+    victim = ExecRequest(
+        program=f"import time\nopen('s.txt','w').write({secret!r})\nS = {secret!r}\ntime.sleep(2.5)\n"
+                "print('victim alive', open('s.txt').read() == S)\n",
+        limits=Limits(timeout_s=10))
+    attacker = ExecRequest(program="""
 import os, signal, glob
 found = []
 for path in glob.glob("/tmp/sbx/*") + glob.glob("/tmp/sbx/*/*") + glob.glob("/tmp/*"):
@@ -141,14 +141,14 @@ except OSError:
 print("found", found, "killed", killed)
 """, limits=Limits(timeout_s=5))
 
-        async def late():
-            await asyncio.sleep(0.7)
-            return await p.execute(attacker)
+    async def late():
+        await asyncio.sleep(0.7)
+        return await p.execute(attacker)
 
-        v, a = await asyncio.gather(p.execute(victim), late())
-        assert v.stdout.strip() == "victim alive True", v
-        assert secret not in a.stdout + a.stderr, a
-        await assert_still_serves(p)
+    v, a = await asyncio.gather(p.execute(victim), late())
+    assert v.stdout.strip() == "victim alive True", v
+    assert secret not in a.stdout + a.stderr, a
+    await assert_still_serves(p)
 
 
 # ------------------------------------------------------------------- bombs

@@ -162,15 +162,15 @@ for name, fam, addr in [("udp", socket.AF_INET, ("127.0.0.1", 47124)),
 """
 
 
-async def test_no_socket_channel_between_concurrent_jobs(kind):
+async def test_no_socket_channel_between_concurrent_jobs(kind, shared_pools):
     """Two jobs of one runner shared its loopback and abstract unix namespace."""
-    async with make_pool(kind, size=1, per_runner=2) as p:
-        listener, talker = await asyncio.gather(p.execute(req(LISTENER)), _after(1.5, p.execute(req(TALKER))))
+    p = await shared_pools.get(kind, size=1, per_runner=2)  # shared: these jobs leave it as found
+    listener, talker = await asyncio.gather(p.execute(req(LISTENER)), _after(1.5, p.execute(req(TALKER))))
     assert "SENT" not in talker.stdout, talker
     assert "psst" not in listener.stdout and "heard []" in listener.stdout, listener
 
 
-async def test_pipes_socketpairs_and_multiprocessing_still_work(kind):
+async def test_pipes_socketpairs_and_multiprocessing_still_work(kind, shared_pools):
     program = """
 import asyncio, multiprocessing as mp, os, socket, subprocess, sys
 a, b = socket.socketpair()
@@ -183,8 +183,8 @@ u = socket.socket(socket.AF_UNIX); u.bind("sock"); u.listen(1)
 c = socket.socket(socket.AF_UNIX); c.connect("sock"); s, _ = u.accept(); c.sendall(b"unix"); print(s.recv(4).decode())
 print(subprocess.run([sys.executable, "-c", "print('exec')"], capture_output=True, text=True).stdout.strip())
 """
-    async with make_pool(kind, size=1, per_runner=1) as p:
-        out = await probe(p, program, timeout_s=20)
+    p = await shared_pools.get(kind, size=1, per_runner=1)  # shared: these jobs leave it as found
+    out = await probe(p, program, timeout_s=20)
     assert out.split() == ["pair", "pipe", "mp", "loop", "unix", "exec"], out
 
 
@@ -300,17 +300,17 @@ print(res)
 """
 
 
-async def test_kernel_attack_surface_is_closed(kind):
+async def test_kernel_attack_surface_is_closed(kind, shared_pools):
     """No user namespaces (with full capabilities inside), mount, keyrings, bpf, perf,
     ptrace, io_uring, nf_tables or raw sockets; an empty bounding set; no_new_privs."""
-    async with make_pool(kind, size=1, per_runner=1) as p:
-        out = await probe(p, SYSCALLS)
+    p = await shared_pools.get(kind, size=1, per_runner=1)  # shared: these jobs leave it as found
+    out = await probe(p, SYSCALLS)
     assert "ALLOWED" not in out, out
     assert "'clone3': 'ENOSYS'" in out, out  # so libc falls back to clone, whose flags are checked
     assert "'oom_score_adj': '1000'" in out, out
 
 
-async def test_fork_threads_and_subprocess_survive_the_filter(kind):
+async def test_fork_threads_and_subprocess_survive_the_filter(kind, shared_pools):
     program = """
 import os, subprocess, sys, threading, concurrent.futures as cf
 pid = os.fork()
@@ -321,8 +321,8 @@ with cf.ThreadPoolExecutor(4) as ex:
     print(sum(ex.map(abs, range(-4, 0))))
 print(subprocess.run([sys.executable, "-c", "import os; print(os.getpid() > 1)"], capture_output=True, text=True).stdout.strip())
 """
-    async with make_pool(kind, size=1, per_runner=1) as p:
-        out = await probe(p, program, timeout_s=20)
+    p = await shared_pools.get(kind, size=1, per_runner=1)  # shared: these jobs leave it as found
+    out = await probe(p, program, timeout_s=20)
     assert out.split() == ["3", "10", "True"], out
 
 
@@ -365,7 +365,7 @@ async def test_bwrap_job_memory_is_capped_across_its_processes(kind):
         await assert_still_serves(p)
 
 
-async def test_bwrap_binds_only_what_the_interpreter_needs(kind):
+async def test_bwrap_binds_only_what_the_interpreter_needs(kind, shared_pools):
     if kind != "bwrap":
         pytest.skip("the docker host's root is the runner image")
     program = """
@@ -381,8 +381,8 @@ for mod in ("pydantic", "fastapi", "torch", "pytest"):
 import sqlite3, ssl, ctypes, lzma, bz2, zlib, decimal, json, multiprocessing
 print("stdlib ok", sys.version_info[:2])
 """
-    async with make_pool(kind, size=1, per_runner=1) as p:
-        out = await probe(p, program)
+    p = await shared_pools.get(kind, size=1, per_runner=1)  # shared: these jobs leave it as found
+    out = await probe(p, program)
     assert "IMPORTED" not in out and "stdlib ok" in out, out
     assert "share False etc False sh False" in out, out
 

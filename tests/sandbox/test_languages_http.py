@@ -15,16 +15,15 @@ import pytest
 
 from sandbox.runner import languages
 from tests.sandbox.lang_programs import CASES, EXPECTED, PROGRAMS, completion, host_options
-from tests.server.conftest import kind_params, start_server
+from tests.server.conftest import kind_params
 
 LANGS = list(PROGRAMS)
 
 
 @pytest.fixture(scope="module", params=kind_params())
-def url(request):
-    s = start_server(sandbox=request.param, sandbox_options=host_options(request.param))
-    yield s.url
-    s.stop()
+def url(request, shared_servers):
+    """A server whose runners have the toolchains, shared by the language suites (tests/shared.py)."""
+    return shared_servers.get(sandbox=request.param, sandbox_options=host_options(request.param)).url
 
 
 def score(url: str, items: list[dict]) -> list[dict]:
@@ -159,27 +158,24 @@ def test_concurrent_languages_do_not_disturb_each_other(url):
 
 
 @pytest.mark.parametrize("kind", [p.values[0] for p in kind_params()])
-def test_a_host_without_toolchains_answers_a_clear_error_per_item(kind):
+def test_a_host_without_toolchains_answers_a_clear_error_per_item(kind, shared_servers):
     """A host with languages false (no toolchain pool: bwrap's interpreter-only view, docker's
     plain runner image): /readyz says python only, a C++ item gets the reason on each test,
     python still scores, no crash."""
     import time
 
-    s = start_server(sandbox=kind, sandbox_options={"languages": False})
-    try:
-        deadline = time.monotonic() + 10
-        while "cpp" in httpx.get(s.url + "/readyz", timeout=10).json().get("languages", ["cpp"]):
-            assert time.monotonic() < deadline, "readyz still lists cpp"
-            time.sleep(0.2)
-        assert httpx.get(s.url + "/readyz", timeout=10).json()["languages"] == ["python"]
-        res = score(s.url, [{"completion": completion("cpp", PROGRAMS["cpp"]["correct"]), "task": task("cpp")},
-                            {"completion": "```python\nprint(sum(map(int, input().split())))\n```",
-                             "task": task("python")}])
-        assert res[0]["status"] == "ok" and res[0]["reward"] == 0.0, res[0]
-        assert [t["status"] for t in res[0]["detail"]["tests"]] == ["error"] * 3
-        assert "toolchain is not installed" in res[0]["detail"]["tests"][0]["message"]
-        assert res[1]["reward"] == 1.0, res[1]
-        sf = run_code(s.url, PROGRAMS["cpp"]["correct"], "cpp", "1 2\n")
-        assert sf["status"] == "SandboxError" and "not installed" in sf["message"], sf
-    finally:
-        s.stop()
+    s = shared_servers.get(sandbox=kind, pool_size=1, sandbox_options={"languages": False})  # shared: only scored on
+    deadline = time.monotonic() + 10
+    while "cpp" in httpx.get(s.url + "/readyz", timeout=10).json().get("languages", ["cpp"]):
+        assert time.monotonic() < deadline, "readyz still lists cpp"
+        time.sleep(0.2)
+    assert httpx.get(s.url + "/readyz", timeout=10).json()["languages"] == ["python"]
+    res = score(s.url, [{"completion": completion("cpp", PROGRAMS["cpp"]["correct"]), "task": task("cpp")},
+                        {"completion": "```python\nprint(sum(map(int, input().split())))\n```",
+                         "task": task("python")}])
+    assert res[0]["status"] == "ok" and res[0]["reward"] == 0.0, res[0]
+    assert [t["status"] for t in res[0]["detail"]["tests"]] == ["error"] * 3
+    assert "toolchain is not installed" in res[0]["detail"]["tests"][0]["message"]
+    assert res[1]["reward"] == 1.0, res[1]
+    sf = run_code(s.url, PROGRAMS["cpp"]["correct"], "cpp", "1 2\n")
+    assert sf["status"] == "SandboxError" and "not installed" in sf["message"], sf

@@ -12,7 +12,7 @@ import re
 import pytest
 import pytest_asyncio
 
-from sandbox import Job, Limits, make_pool
+from sandbox import Job, Limits
 from sandbox.runner.languages import get, harness
 from tests.conftest import kind_params
 from tests.sandbox.lang_programs import host_options
@@ -22,11 +22,9 @@ PER_TEST = {"java": "// FileDescriptor: a process per test\n", "javascript": "//
 
 
 @pytest_asyncio.fixture(scope="module", params=kind_params())
-async def pool(request):
-    p = make_pool(request.param, size=1, per_runner=2, **host_options(request.param))
-    await p.start()
-    yield p
-    await p.close()
+async def pool(request, shared_pools):
+    """One runner with the toolchains, shared by the Java/Node suites (tests/shared.py)."""
+    return await shared_pools.get(request.param, size=1, per_runner=2, **host_options(request.param))
 
 
 def case(stdin: str, stdout: str) -> dict:

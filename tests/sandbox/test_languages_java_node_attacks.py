@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from sandbox import Job, Limits, make_pool
+from sandbox import Job, Limits
 from sandbox.runner.languages import get, harness
 from tests.conftest import kind_params
 from tests.sandbox.conftest import no_runner_lost
@@ -20,11 +20,9 @@ CASES = [{"stdin": f"{x}\n", "stdout": f"{2 * x}\n"} for x in (1, 2, 3, 4)]
 
 
 @pytest_asyncio.fixture(scope="module", params=kind_params())
-async def pool(request):
-    p = make_pool(request.param, size=1, per_runner=2, **host_options(request.param))
-    await p.start()
-    yield p
-    await p.close()
+async def pool(request, shared_pools):
+    """One runner with the toolchains, shared by the Java/Node suites (tests/shared.py)."""
+    return await shared_pools.get(request.param, size=1, per_runner=2, **host_options(request.param))
 
 
 def job(lang: str, program: str, cases: list[dict] = CASES) -> Job:

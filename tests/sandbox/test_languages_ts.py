@@ -17,7 +17,7 @@ from sandbox import Job, Limits, make_pool
 from sandbox.runner import languages
 from tests.sandbox.conftest import no_runner_lost
 from tests.sandbox.lang_programs import CASES, EXPECTED, host_options
-from tests.server.conftest import kind_params, start_server
+from tests.server.conftest import kind_params
 
 SECRET = "verireward-ts-secret-" + os.urandom(6).hex()
 
@@ -62,10 +62,9 @@ def completion(program: str) -> str:
 
 
 @pytest.fixture(scope="module", params=kind_params())
-def url(request):
-    s = start_server(sandbox=request.param, sandbox_options=host_options(request.param))
-    yield s.url
-    s.stop()
+def url(request, shared_servers):
+    """A server whose runners have the toolchains, shared by the language suites (tests/shared.py)."""
+    return shared_servers.get(sandbox=request.param, sandbox_options=host_options(request.param)).url
 
 
 def score(url: str, items: list[dict]) -> list[dict]:

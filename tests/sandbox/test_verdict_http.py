@@ -19,10 +19,9 @@ _spec.loader.exec_module(server_plumbing)  # the server tests' live-server plumb
 
 
 @pytest.fixture(scope="module", params=kind_params())
-def url(request):
-    s = server_plumbing.start_server(sandbox=request.param)
-    yield s.url
-    s.stop()
+def url(request, shared_servers):
+    """The default server (shared: tests/shared.py); the tests only score on it."""
+    return shared_servers.get(sandbox=request.param).url
 
 
 def fenced(program: str) -> str:

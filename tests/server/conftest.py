@@ -102,11 +102,10 @@ def wait_ready(url: str, timeout: float, headers: dict | None = None) -> None:
 
 
 @pytest.fixture(scope="session", params=kind_params())
-def server(request) -> LiveServer:
-    """The main server: default limits, no auth, a pool of 2."""
-    s = start_server(sandbox=request.param)
-    yield s
-    s.stop()
+def server(request, shared_servers) -> LiveServer:
+    """The main server: default limits, no auth, a pool of 2 (shared with the other suites'
+    modules that start one with the same options; tests/shared.py)."""
+    return shared_servers.get(sandbox=request.param)
 
 
 @pytest.fixture(scope="session")

@@ -186,20 +186,17 @@ def test_languages_true_is_one_view_for_every_job(kind):
 
 
 @pytest.mark.parametrize("kind", kind_params())
-def test_languages_false_is_python_only(kind):
+def test_languages_false_is_python_only(kind, shared_servers):
     need_images(kind)
-    s = start_server(sandbox=kind, pool_size=1, sandbox_options={"languages": False})
-    try:
-        body = readyz(s.url)
-        assert body["toolchains"]["state"] == "off" and body["languages"] == ["python"], body
-        cpp, py = score(s.url, [item("cpp"), item("python")])
-        assert cpp["status"] == "ok" and cpp["reward"] == 0.0, cpp
-        assert [t["status"] for t in cpp["detail"]["tests"]] == ["error"] * 3, cpp
-        assert "cpp toolchain is not installed" in cpp["detail"]["tests"][0]["message"], cpp
-        assert py["reward"] == 1.0, py
-        assert set(s.pool.pools) == {"python"}
-    finally:
-        s.stop()
+    s = shared_servers.get(sandbox=kind, pool_size=1, sandbox_options={"languages": False})  # shared: only scored on
+    body = readyz(s.url)
+    assert body["toolchains"]["state"] == "off" and body["languages"] == ["python"], body
+    cpp, py = score(s.url, [item("cpp"), item("python")])
+    assert cpp["status"] == "ok" and cpp["reward"] == 0.0, cpp
+    assert [t["status"] for t in cpp["detail"]["tests"]] == ["error"] * 3, cpp
+    assert "cpp toolchain is not installed" in cpp["detail"]["tests"][0]["message"], cpp
+    assert py["reward"] == 1.0, py
+    assert set(s.pool.pools) == {"python"}
 
 
 def test_a_bad_languages_option_is_refused_naming_it():
