@@ -76,6 +76,70 @@ def run_child(args: list[str]) -> tuple[dict[str, Any], float]:
     return res, peak
 
 
+class Phases:
+    """Per-phase wall time of one child, the same hooks on both sides (``--phases``): generate
+    calls, backbone forward passes outside generate (with grad = the update's, without = log-prob
+    passes), backward, clip + optimizer step, blocking reward calls; each step's rest is "other"
+    (tokenisation, collation, the loss, statistics, logging). Wall times in the main thread."""
+
+    NAMES = ("generate", "forward_grad", "forward_nograd", "backward", "optimizer", "rewards_blocked")
+
+    def __init__(self) -> None:
+        self.total = dict.fromkeys(self.NAMES, 0.0)
+        self._depth = 0  # inside generate: its forwards are generation's
+
+    def _wrap(self, owner: Any, attr: str, name: str | None) -> None:
+        fn = getattr(owner, attr)
+        me = self
+
+        def timed(*args, **kwargs):
+            import torch
+
+            if name is None:  # the backbone: charged only outside generate
+                if me._depth:
+                    return fn(*args, **kwargs)
+                key = "forward_grad" if torch.is_grad_enabled() else "forward_nograd"
+            else:
+                key = name
+            me._depth += key == "generate"
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                me._depth -= key == "generate"
+                if key != "generate" or not me._depth:
+                    me.total[key] += time.perf_counter() - t0
+
+        setattr(owner, attr, timed)
+
+    def install(self, rewards: tuple[Any, str] | None = None) -> None:
+        import torch
+        from transformers.generation.utils import GenerationMixin
+        from transformers.models.llama import modeling_llama
+
+        self._wrap(GenerationMixin, "generate", "generate")
+        self._wrap(modeling_llama.LlamaModel, "forward", None)
+        self._wrap(torch.autograd, "backward", "backward")
+        self._wrap(torch.optim.AdamW, "step", "optimizer")
+        self._wrap(torch.nn.utils, "clip_grad_norm_", "optimizer")
+        if rewards is not None:
+            self._wrap(*rewards, "rewards_blocked")
+
+    def snapshot(self) -> dict[str, float]:
+        return dict(self.total)
+
+
+def per_step(snaps: list[dict[str, float]], times: list[float]) -> list[dict[str, float]]:
+    """Phase times of each step from cumulative snapshots taken at each step's start and end."""
+    out = []
+    for (a, b), t in zip(zip(snaps[0::2], snaps[1::2], strict=True), times, strict=True):
+        d = {k: b[k] - a[k] for k in a}
+        d["other"] = t - sum(d.values())
+        d["step"] = t
+        out.append(d)
+    return out
+
+
 def data(a: argparse.Namespace):
     from trainer.tasks import TaskStream, build_split
 
@@ -128,16 +192,25 @@ def child_ours(a: argparse.Namespace) -> dict[str, Any]:
         })
     tr = GRPOTrainer(cfg, train_items=train, eval_items=[])
     base = heldout(tr.policy, tr.tokenizer, held, a.url) if a.with_baseline else None
+    phases, snaps = Phases(), []
+    if a.phases:
+        from trainer.rewards import WaitClock
+
+        phases.install((WaitClock, "result"))
     steps: list[float] = []
     tr.step_hook = lambda _t, rec: steps.append(rec["step_time_s"])
     tr.cfg.eval_every = 0
     tr.eval_items = []
     try:
         while tr.step < cfg.max_steps:
-            tr.step_hook(tr, tr.train_step())
+            snaps.append(phases.snapshot())
+            rec = tr.train_step()
+            snaps.append(phases.snapshot())
+            tr.step_hook(tr, rec)
     finally:
         tr.close()
-    return {"steps": steps, "baseline": base, "final": heldout(tr.policy, tr.tokenizer, held, a.url)}
+    return {"steps": steps, "baseline": base, "final": heldout(tr.policy, tr.tokenizer, held, a.url),
+            "phases": per_step(snaps, steps) if a.phases else None}
 
 
 def child_trl(a: argparse.Namespace) -> dict[str, Any]:
@@ -177,13 +250,18 @@ def child_trl(a: argparse.Namespace) -> dict[str, Any]:
         gradient_checkpointing=False,  # TRL turns it on by default; ours is off: the same work per step
     )
     steps: list[float] = []
+    phases, snaps = Phases(), []
+    if a.phases:
+        phases.install((GRPOTrainer, "_calculate_rewards"))
 
     class Timer(TrainerCallback):
         def on_step_begin(self, *_a, **_k):
+            snaps.append(phases.snapshot())
             self.t0 = time.perf_counter()
 
         def on_step_end(self, *_a, **_k):
             steps.append(time.perf_counter() - self.t0)
+            snaps.append(phases.snapshot())
 
     targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
     trainer = GRPOTrainer(model=model, processing_class=tok, args=args, train_dataset=ds,
@@ -191,7 +269,8 @@ def child_trl(a: argparse.Namespace) -> dict[str, Any]:
                           peft_config=LoraConfig(r=SETTINGS["lora_r"], lora_alpha=SETTINGS["lora_alpha"],
                                                  lora_dropout=0.0, target_modules=targets, task_type="CAUSAL_LM"))
     trainer.train()
-    return {"steps": steps, "final": heldout(trainer.model, tok, held, a.url)}
+    return {"steps": steps, "final": heldout(trainer.model, tok, held, a.url),
+            "phases": per_step(snaps, steps) if a.phases else None}
 
 
 def main() -> int:
@@ -205,6 +284,8 @@ def main() -> int:
     ap.add_argument("--json", default=None, help="also write the results here")
     ap.add_argument("--micro-batch", type=int, default=None,
                     help="our micro_batch_size (default: TRL's per-device batch, one accumulation chunk)")
+    ap.add_argument("--phases", action="store_true",
+                    help="also time each step's phases (generate, forward, backward, optimizer, rewards) on both sides")
     ap.add_argument("--child", choices=["ours", "trl"], help=argparse.SUPPRESS)
     ap.add_argument("--seed", type=int, default=0, help=argparse.SUPPRESS)
     ap.add_argument("--url", help=argparse.SUPPRESS)
@@ -227,7 +308,8 @@ def main() -> int:
         for seed in [int(s) for s in a.seeds.split(",")]:
             common = ["--model", a.model, "--steps", str(a.steps), "--num-eval", str(a.num_eval), "--seed", str(seed),
                       "--url", url, "--threads", str(a.threads),
-                      *(["--micro-batch", str(a.micro_batch)] if a.micro_batch is not None else [])]
+                      *(["--micro-batch", str(a.micro_batch)] if a.micro_batch is not None else []),
+                      *(["--phases"] if a.phases else [])]
             ours, ours_peak = run_child(["--child", "ours", *common, "--with-baseline"])
             trl, trl_peak = run_child(["--child", "trl", *common])
             rows.append({"seed": seed, "ours": ours, "trl": trl, "ours_peak_mb": ours_peak, "trl_peak_mb": trl_peak})
@@ -242,6 +324,15 @@ def main() -> int:
         print(f"{r['seed']:>4} {o:>11.2f} {t:>10.2f} {o / t:>6.2f} {r['ours_peak_mb']:>12.0f} {r['trl_peak_mb']:>11.0f} "
               f"{r['ours_peak_mb'] / r['trl_peak_mb']:>6.2f} {r['ours']['baseline']:>8.3f} {r['ours']['final']:>10.3f} "
               f"{r['trl']['final']:>9.3f}")
+    if a.phases:
+        print("\nper-phase wall time (s), median over steps (see Phases)\n")
+        names = [*Phases.NAMES, "other", "step"]
+        print(f"{'seed':>4} {'side':>5} " + " ".join(f"{n:>15}" for n in names))
+        for r in rows:
+            for side in ("ours", "trl"):
+                ph = r[side]["phases"]
+                print(f"{r['seed']:>4} {side:>5} " + " ".join(f"{statistics.median(p[n] for p in ph):>15.2f}"
+                                                               for n in names))
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1))
     return 0

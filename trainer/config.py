@@ -163,7 +163,8 @@ class TrainConfig(BaseModel):
         "memory. 0 = one pass per accumulation chunk"
     )
     generation_batch_size: int = Field(
-        0, ge=0, description="prompts per generate() call; 0 = all at once. Smaller chunks let scoring overlap"
+        0, ge=0, description="prompts per generate() call; 0 = all at once, or two halves when a reference "
+        "or old-policy log-prob pass can overlap the server's grading. Smaller chunks let scoring overlap"
     )
     num_iterations: int = Field(1, description="optimizer steps per rollout batch (mu)")
     max_steps: int = Field(100, gt=0, description="rollout steps")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
+
+from .logprobs import selective_log_softmax
 
 
 @dataclass
@@ -162,25 +163,13 @@ def token_logprobs(model, batch: Batch, temperature: float, autocast=None) -> to
     with ctx:
         try:
             # only the positions that predict completion tokens go through the LM head
-            out = model(**kwargs, logits_to_keep=T + 1)
-            logits = out.logits[:, :-1, :]
+            logits = model(**kwargs, logits_to_keep=T + 1).logits
+            start = 0
         except TypeError:  # a model without logits_to_keep
-            out = model(**kwargs)
-            logits = out.logits[:, P - 1 : -1, :]
-    del out
-    targets = batch.input_ids[:, P:]
-    scale = temperature > 0 and temperature != 1.0
-    # Row by row: the fp32 cast, the temperature scaling and the log-softmax each make a [T, V]
-    # tensor per row instead of one [B, T, V] tensor each. The log-softmax rows are what backward
-    # keeps (rows x T x vocab x 4 bytes), bounded by the trainer's micro_batch_size.
-    rows = []
-    for i in range(logits.shape[0]):
-        x = logits[i].float()
-        if scale:
-            x = x / temperature
-        lp = F.log_softmax(x, dim=-1)
-        rows.append(lp.gather(-1, targets[i].unsqueeze(-1)).squeeze(-1))
-    return torch.stack(rows) * batch.completion_mask
+            logits = model(**kwargs).logits
+            start = P - 1
+    # position start + j predicts completion token j; the last kept position predicts nothing
+    return selective_log_softmax(logits, batch.input_ids[:, P:], start, temperature) * batch.completion_mask
 
 
 @torch.no_grad()

@@ -93,6 +93,22 @@ def test_kl_off_builds_no_reference(tiny_cfg, monkeypatch):
     tr.close()
 
 
+@pytest.mark.parametrize("kw,calls", [
+    (dict(kl_coeff=0.0), [4]),  # nothing to overlap the grading with: the whole batch in one generate call
+    (dict(kl_coeff=0.04), [2, 2]),  # the reference pass of the first half runs while the second is graded
+    (dict(kl_coeff=0.0, num_iterations=2), [2, 2]),  # the old-policy pass likewise
+    (dict(kl_coeff=0.0, generation_batch_size=3), [3, 1]),  # an explicit size always wins
+])
+def test_generation_calls_per_round_follow_the_overlap_rule(tiny_cfg, kw, calls):
+    tr = GRPOTrainer(tiny_cfg(prompts_per_step=4, **kw), scorer=CallableScorer(digit_reward))
+    seen: list[int] = []
+    real = tr.generator.generate
+    tr.generator.generate = lambda prompts, n, t: seen.append(len(prompts)) or real(prompts, n, t)
+    tr.train_step()
+    assert seen == calls
+    tr.close()
+
+
 def test_lora_reference_is_base_with_adapters_disabled(tiny_cfg):
     cfg = tiny_cfg(kl_coeff=0.1, lora={"enabled": True, "r": 4, "target_modules": ["q_proj", "v_proj"]},
                    learning_rate=5e-2)
