@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
 
 from . import resolve, toolchain_id
 from .table import CPP, CPP_FLAGS
@@ -53,6 +52,9 @@ def declarations() -> list[str]:
 
 def header() -> str | None:
     """Where g++ finds bits/stdc++.h, or None without g++."""
+    import subprocess  # noqa: PLC0415 - here: the runner's warm interpreter imports this module (names
+    # only) and must not import threading with it (fork handlers in every candidate)
+
     gxx = resolve("g++")
     if gxx is None:
         return None
@@ -74,6 +76,7 @@ def _archive(gxx: str, tmp: str, decls: list[str]) -> None:
     ar = resolve("ar") or shutil.which("ar")
     if ar is None:
         raise OSError("no ar")
+    import subprocess  # noqa: PLC0415 - see header()
     from concurrent.futures import ThreadPoolExecutor  # here: the runner imports this module, never builds
 
     src = os.path.join(tmp, "inst")
@@ -101,6 +104,8 @@ def _archive(gxx: str, tmp: str, decls: list[str]) -> None:
 def build(dest: str) -> bool:
     """Make dest/bits/stdc++.h.gch (and dest/libvrstdcxx.a) for CPP_FLAGS; False where there is
     no g++ or it failed. Where the archive cannot be made, the PCH is the plain header's."""
+    import subprocess  # noqa: PLC0415 - see header()
+
     src = header()
     if src is None:
         return False
