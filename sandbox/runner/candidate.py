@@ -50,6 +50,7 @@ def prepare_template(scratch: str | None = None, hide_prefix: str = "\0") -> Non
     warm = [m for m in os.environ.get("VERIREWARD_RUNTIME_WARM", "").split(",") if m]
     os.environ.clear()
     os.environ.update(limits.CANDIDATE_ENV)
+    limits.cap_malloc_arenas()
     _script_interpreter()
     if site_dir:
         _add_runtime(site_dir, warm)

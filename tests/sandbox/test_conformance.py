@@ -65,3 +65,23 @@ async def test_stdio_verdict_matches_plain_python(pool, program: str, stdin: str
     want = "passed" if want_rc == 0 else "error"
     assert [t.status for t in r.tests] == [want], (r.tests, want_err)
     assert r.passed == (1 if want_rc == 0 else 0)
+
+
+# Threads that each malloc while they all live: glibc would give each its own arena (64 MiB of
+# address space apiece), and under the default RLIMIT_AS (512 MiB) the 9th thread's stack did
+# not fit ("can't start new thread") in a program using ~30 MiB. The runner caps the arenas.
+THREADS_AT_DEFAULT_LIMITS = (
+    "import threading\nfrom concurrent.futures import ThreadPoolExecutor\n"
+    "N = 14\ngate = threading.Barrier(N)\n"
+    "def work(i):\n    chunks = [bytearray(4096) for _ in range(500)]\n    gate.wait(timeout=10)\n"
+    "    return sum(len(c) for c in chunks)\n"
+    "with ThreadPoolExecutor(N) as ex:\n    print(sum(ex.map(work, range(N))))\n"
+    "import subprocess, sys\n"  # what it execs is capped too
+    "print(subprocess.run([sys.executable, '-c', 'import os; print(os.environ[\"MALLOC_ARENA_MAX\"])'],"
+    " capture_output=True, text=True).stdout, end='')\n"
+)
+
+
+async def test_threads_that_malloc_fit_the_default_memory_limit(pool):
+    r = await pool.execute(ExecRequest(program=THREADS_AT_DEFAULT_LIMITS, limits=Limits()))
+    assert (r.status, r.stdout, r.stderr) == ("finished", f"{14 * 500 * 4096}\n2\n", ""), r
