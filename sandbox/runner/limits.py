@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 MB = 1 << 20
 # glibc gives each thread that mallocs an arena of its own (up to 8 per core), and each one
-# reserves 64 MiB of address space: under RLIMIT_AS = 512 MiB an honest program with 8 threads
-# failed "can't start new thread" while using ~20 MiB. Two arenas are what the GIL needs.
+# reserves 64 MiB of address space: under RLIMIT_AS = 512 MiB an honest program of 14 threads
+# using ~30 MiB failed "can't start new thread" at its 9th. Two arenas are what the GIL needs.
 MALLOC_ARENAS = 2
 M_ARENA_MAX = -8  # mallopt's parameter (malloc.h)
 

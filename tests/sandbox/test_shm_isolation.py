@@ -80,8 +80,8 @@ async def one_runner(request):
     await p.close()
 
 
-def _lim(timeout_s: float = 10.0, memory_mb: int = 256, nproc: int = 16) -> Limits:
-    return Limits(timeout_s=timeout_s, memory_mb=memory_mb, nproc=nproc)
+def _lim(timeout_s: float = 10.0, memory_mb: int = 256) -> Limits:
+    return Limits(timeout_s=timeout_s, memory_mb=memory_mb)
 
 
 async def _later(coro, delay: float):
@@ -96,10 +96,10 @@ async def test_a_job_filling_dev_shm_never_fails_a_concurrent_one(one_runner, at
         hostile, honest = await asyncio.gather(
             pool.execute(ExecRequest(program=FILLERS[attack], limits=_lim())),
             _later(pool.execute(ExecRequest(program=HONEST.replace("SECONDS", str(HONEST_S[attack])),
-                                            limits=_lim(20.0, memory_mb=1024, nproc=64))), START_AFTER_S),
-            # what this proves is /dev/shm's isolation, so the honest job is given room: its Pool's
-            # 3 threads (8 MiB stacks) and their malloc arenas (64 MiB of address space each) peak
-            # at ~250 MiB of address space, and under load 256 MiB gave "can't start new thread"
+                                            limits=_lim(20.0, memory_mb=1024))), START_AFTER_S),
+            # what this proves is /dev/shm's isolation, so the honest job has room: its Pool's 3
+            # threads have 8 MiB stacks each, and before the runner capped malloc arenas (64 MiB of
+            # address space apiece) 256 MiB gave "can't start new thread" under load
         )
         assert hostile.status == "finished" and hostile.stdout.startswith("full 28 "), hostile  # ENOSPC, its own
         assert (honest.status, honest.stdout, honest.stderr) == ("finished", HONEST_OUT, ""), honest
