@@ -19,8 +19,7 @@ ALTERNATIVES = "/etc/alternatives"
 
 # CompileThresholdScaling=4: C1 compiles a method after 4x the calls and loop turns. A job's
 # methods are compiled afresh in every test (a class loader per test, languages/harness.py),
-# mostly for a short run that is over before the code pays back: 20 short tests 148 -> 132 ms of
-# CPU in the sandbox; a 0.2 s CPU-bound program the same within noise (docs/LANGUAGES.md)
+# mostly for runs over before the code pays back (measured: docs/LANGUAGES.md, "JIT thresholds")
 JVM = ("-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:CompileThresholdScaling=4", "-Xss8m",
        "-XX:ReservedCodeCacheSize=32m", "-XX:MaxMetaspaceSize=128m", "-XX:CompressedClassSpaceSize=64m", "-XX:-UsePerfData",
        "-Xlog:disable", "-Xlog:all=warning:stderr", "-XX:ErrorFile=/dev/null", "-Xshare:auto")
