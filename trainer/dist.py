@@ -6,6 +6,7 @@ same with and without torchrun.
 
 from __future__ import annotations
 
+import atexit
 import os
 
 import torch
@@ -24,9 +25,18 @@ def init(device: torch.device) -> bool:
         return False
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
+        # the group's threads must be joined before the interpreter exits: a gloo group left
+        # to static destructors aborts the process now and then ("terminate called without
+        # an active exception", SIGABRT after a finished run)
+        atexit.register(_destroy)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return True
+
+
+def _destroy() -> None:
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def active() -> bool:
