@@ -24,11 +24,14 @@ def init(device: torch.device) -> bool:
     if world <= 1:
         return False
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
-        # the group's threads must be joined before the interpreter exits: a gloo group left
-        # to static destructors aborts the process now and then ("terminate called without
-        # an active exception", SIGABRT after a finished run)
-        atexit.register(_destroy)
+        backend = "nccl" if device.type == "cuda" else "gloo"
+        dist.init_process_group(backend=backend)
+        if backend == "gloo":
+            # its threads must be joined before the interpreter exits: a gloo group left to
+            # static destructors aborts the process now and then ("terminate called without
+            # an active exception", SIGABRT after a finished run). Not NCCL: its destroy can
+            # wait on a peer that died, and no GPU here shows it needs one
+            atexit.register(_destroy)
     if device.type == "cuda":
         torch.cuda.set_device(device)
     return True

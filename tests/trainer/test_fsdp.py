@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,8 +101,7 @@ def test_fsdp_resume_after_sigkill_reproduces_the_step(tiny_model_dir, tmp_path)
             line = p.stdout.readline()
             if not line and p.poll() is not None:
                 break
-            if "HANG" in line:
-                pids.append(int(line.split("HANG", 1)[1].split()[0]))
+            pids += [int(pid) for pid in re.findall(r"HANG (\d+)", line)]
         assert len(pids) == 2, "workers did not reach step 3"
         assert (tmp_path / "run" / "checkpoints" / "step-000002" / "sharded").is_dir()
         for pid in pids:  # both ranks and torchrun, with no chance to clean up

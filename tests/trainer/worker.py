@@ -59,7 +59,8 @@ def main() -> None:
 
     def hook(tr, rec):
         if a.hang_at and tr.step == a.hang_at:
-            print(f"HANG {os.getpid()}", flush=True)  # the pid: torchrun starts its workers in new sessions
+            # the pid (torchrun starts its workers in new sessions), in one write: both ranks share the pipe
+            os.write(1, f"HANG {os.getpid()}\n".encode())
             time.sleep(3600)
 
     tr = GRPOTrainer(cfg, scorer=CallableScorer(digit_reward), step_hook=hook)
