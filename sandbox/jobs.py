@@ -93,6 +93,10 @@ Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_lengt
 _CANDIDATE_NAMES = ("more names the tests use that are the candidate's functions (calls route to the "
                     "program); needed for a function named like a builtin or a stdlib module")
 _HELPERS = "task code the tests use (e.g. a prompt's helper functions), run on the trusted side before the tests"
+_IN_PLACE = ("the candidate's functions change their arguments in place and the tests read those arguments after "
+             "the call (a sort-in-place task): changes to list, dict and set arguments, positional or keyword, are "
+             "copied into the test's objects. Default false: the candidate works on copies, and every read of an "
+             "argument after the call sees what the test passed in")
 
 class AssertCheckTests(BaseModel):
     """HumanEval style: `test` defines `check(candidate)`, called with `entry_point`.
@@ -110,6 +114,7 @@ class AssertCheckTests(BaseModel):
     candidate_names: list[Identifier] = Field(default_factory=list, max_length=100, description=_CANDIDATE_NAMES)
     helpers: str = Field("", description=_HELPERS)
     prompt: str = Field("", description="a HumanEval prompt: its definitions other than the entry point are helpers")
+    in_place: bool = Field(False, description=_IN_PLACE)
 
 class AssertListTests(BaseModel):
     """MBPP style: a list of assert statements, one test each; `setup` runs before each.
@@ -124,6 +129,7 @@ class AssertListTests(BaseModel):
     setup: str = ""
     candidate_names: list[Identifier] = Field(default_factory=list, max_length=100, description=_CANDIDATE_NAMES)
     helpers: str = Field("", description=_HELPERS)
+    in_place: bool = Field(False, description=_IN_PLACE)
 
 class StdioCase(BaseModel):
     model_config = ConfigDict(extra="forbid")

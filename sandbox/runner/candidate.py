@@ -640,14 +640,18 @@ def _resolve(ns: dict, name: str):
 
 
 def _call(ns: dict, msg: dict) -> dict:
+    """One call of the program's function on fresh copies of the test's arguments. Only for a
+    task declared in-place (`in_place` in the message) does the reply also carry the arguments'
+    state after the call, and only where it changed; the verdict side decides whether to take it."""
     call_id = msg.get("id")
     try:
         args = codec.decode(msg["args"])
         kwargs = codec.decode(msg["kwargs"])
         fn = _resolve(ns, msg["name"])
         # only a container can be changed in place; a snapshot says cheaply whether one was
-        mutable = any(type(a) not in _SCALARS for a in args)
-        before = _snapshot(args) if mutable else None
+        mutable = msg.get("in_place") is True and (any(type(a) not in _SCALARS for a in args)
+                                                   or any(type(v) not in _SCALARS for v in kwargs.values()))
+        before = _snapshot([args, kwargs]) if mutable else None
         value = fn(*args, **kwargs)
         reply = {"id": call_id, "ok": True, "value": codec.encode(value)}
     except codec.Unencodable as exc:
@@ -655,13 +659,14 @@ def _call(ns: dict, msg: dict) -> dict:
     except BaseException as exc:  # noqa: BLE001 - the candidate's failure, reported by name only
         return {"id": call_id, "ok": False, "exc_type": type(exc).__name__[:100], "message": _describe(exc),
                 "base": not isinstance(exc, Exception)}
-    if mutable and (before is None or _snapshot(args) != before):
-        try:
-            after = codec.encode(args)
-            if after != msg["args"]:
-                reply["args_after"] = after
-        except BaseException:  # noqa: BLE001
-            pass
+    if mutable and (before is None or _snapshot([args, kwargs]) != before):
+        for key, now, sent in (("args_after", args, msg["args"]), ("kwargs_after", kwargs, msg["kwargs"])):
+            try:
+                after = codec.encode(now)
+                if after != sent:
+                    reply[key] = after
+            except BaseException:  # noqa: BLE001
+                pass
     return reply
 
 

@@ -52,8 +52,11 @@ class Channel:
     def send(self, obj: Any) -> None:
         framing.send_frame(self.sock, obj)
 
-    def call(self, name: str, args: Any, kwargs: Any) -> dict:
-        return self.ask({"op": "call", "name": name, "args": args, "kwargs": kwargs})
+    def call(self, name: str, args: Any, kwargs: Any, in_place: bool = False) -> dict:
+        msg = {"op": "call", "name": name, "args": args, "kwargs": kwargs}
+        if in_place:
+            msg["in_place"] = True  # only then does the candidate report its arguments' state after the call
+        return self.ask(msg)
 
     def digests(self, names: list[str], within: float = DIGEST_WAIT_S) -> dict:
         """The candidate's fingerprints of its definitions of these names (telemetry only:
@@ -192,18 +195,24 @@ def _exception(chan: Channel, reply: dict) -> BaseException:
 _NO_KWARGS = codec.encode({})
 
 
-def make_proxy(chan: Channel, name: str):
+def make_proxy(chan: Channel, name: str, in_place: bool = False):
+    """The test's handle on the candidate's `name`: the candidate gets copies of the arguments
+    (plain data, rebuilt in its own process) and the test keeps its own objects. Only where the
+    task declares the function in-place are the candidate's changes to list, dict and set
+    arguments copied back into them; otherwise none is asked for, and any the reply carries
+    anyway (the candidate's process writes the reply) is ignored."""
+
     def proxy(*args: Any, **kwargs: Any) -> Any:
         try:
             enc_args = codec.encode(list(args))
             enc_kwargs = codec.encode(dict(kwargs)) if kwargs else _NO_KWARGS
         except codec.Unencodable as exc:
             raise TypeError(f"argument for {name} cannot be sent to the candidate: {exc}") from None
-        reply = chan.call(name, enc_args, enc_kwargs)
+        reply = chan.call(name, enc_args, enc_kwargs, in_place)
         if reply.get("exc_type") == "MemoryError":
             raise Aborted("memory")
-        if "args_after" in reply:
-            _write_back(args, codec.decode(reply["args_after"]))
+        if in_place:
+            _write_back_reply(args, kwargs, reply)
         if reply.get("ok"):
             value = codec.decode(reply["value"])
             LAST_RETURN[:] = [value]
@@ -214,8 +223,26 @@ def make_proxy(chan: Channel, name: str):
     return proxy
 
 
-def _write_back(originals: tuple, updated: list) -> None:
-    """Mirror in-place changes the candidate made to its arguments (sort-in-place tests)."""
+def _write_back_reply(args: tuple, kwargs: dict, reply: dict) -> None:
+    """An in-place task's argument changes, as the reply reports them, into the test's objects.
+    A malformed report changes nothing (the test then sees its arguments as they were)."""
+    try:
+        if "args_after" in reply:
+            after = codec.decode(reply["args_after"])
+            if type(after) is list:
+                _write_back(list(args), after)
+        if kwargs and "kwargs_after" in reply:
+            after = codec.decode(reply["kwargs_after"])
+            if type(after) is dict:
+                keys = [k for k in kwargs if k in after]
+                _write_back([kwargs[k] for k in keys], [after[k] for k in keys])
+    except Exception:  # noqa: BLE001 - undecodable: nothing is written
+        pass
+
+
+def _write_back(originals: list, updated: list) -> None:
+    """Mirror in-place changes the candidate made to its arguments (declared in-place tasks only):
+    each test object takes the new contents when both are the same container type."""
     for orig, new in zip(originals, updated):
         try:
             if type(orig) is list and type(new) is list:
@@ -480,7 +507,8 @@ def _namespace(chan: Channel, c: Compiled, spec: dict) -> dict:
     """A fresh namespace for one job's tests: proxies for the candidate's names, stdlib
     modules imported here, then the task's helpers run here. Unknown names stay unbound."""
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
-    proxies = {name: make_proxy(chan, name) for name in sorted(c.names.candidate)}
+    in_place = spec.get("in_place") is True
+    proxies = {name: make_proxy(chan, name, in_place) for name in sorted(c.names.candidate)}
     ns.update(proxies)
     for name in sorted(c.names.stdlib):
         try:
@@ -646,7 +674,7 @@ def _label(lines: list[str], stmt: ast.stmt, i: int) -> str:
 
 
 def plan_call(chan: Channel, spec: dict) -> list[Unit]:
-    fn = make_proxy(chan, spec["fn_name"])
+    fn = make_proxy(chan, spec["fn_name"])  # a case never reads its arguments again: nothing to write back
     tol = spec.get("float_tolerance")
     default_unordered = bool(spec.get("unordered", False))
     units = []

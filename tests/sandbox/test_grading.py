@@ -119,7 +119,7 @@ async def test_in_place_mutation_is_seen_by_the_tests(pool):
         "a = [[1], [2]]\nnest(a)\nassert a == [[1, 9], [2]]",  # a change below the top level
         "a = [0.5, 0.25]\nsort_in_place(a)\nassert a == [0.25, 0.5]",
         "a = [1, 2]\nassert same(a) == 2 and a == [1, 2]",  # rewritten, unchanged
-    ]}))
+    ], "in_place": True}))  # declared: the candidate's changes are the tests' to read
     assert r.passed == 5, r
 
 

@@ -165,7 +165,8 @@ def check(candidate):
 
 
 async def test_split_check_counts_asserts_reached_through_setup_names_and_aliases(pool):
-    tests = {"kind": "assert", "test": VIA_SETUP, "entry_point": "inc"}
+    # in_place: `xs` reaches the candidate only as an argument it may change (undeclared, the test's xs stays as made)
+    tests = {"kind": "assert", "test": VIA_SETUP, "entry_point": "inc", "in_place": True}
     honest = "def inc(x):\n    return x + 1 if type(x) is int else None\n"
     r = await pool.run(job(honest, tests))
     assert (r.passed, r.total) == (5, 5), r
