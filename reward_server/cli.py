@@ -1,8 +1,10 @@
-"""`reward-server serve ...`: run the HTTP server (uvicorn) on a sandbox pool."""
+"""`reward-server serve ...`: run the HTTP server (uvicorn) on a sandbox pool;
+`reward-server integrations verl-path`: the file verl's `custom_reward_function.path` takes."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 from pydantic import ValidationError
@@ -88,6 +90,22 @@ def serve(
     config = uvicorn.Config(application, host=settings.host, port=settings.port, log_config=None,
                             access_log=False, timeout_graceful_shutdown=settings.shutdown_grace_s or None)
     _Server(config).run()
+
+
+integrations = typer.Typer(add_completion=False, no_args_is_help=True,
+                           help="Where the trainer-side integrations live (for peers' config files).")
+app.add_typer(integrations, name="integrations")
+
+
+@integrations.command("verl-path")
+def verl_path(pkg: bool = typer.Option(False, "--pkg", help="print verl's package form (newer verl) instead")) -> None:
+    """The file for verl's custom_reward_function.path (any verl version), wherever pip put it."""
+    if pkg:
+        typer.echo("pkg://reward_server.compat.verl")
+        return
+    from reward_server.compat import verl as verl_compat  # noqa: PLC0415
+
+    typer.echo(str(Path(verl_compat.__file__).resolve()))
 
 
 @app.command()

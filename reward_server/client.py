@@ -12,7 +12,8 @@ spread over the base URLs (least busy first). A request that gets 429 (honouring
 jitter, on another server when there is one; other 4xx errors raise `RewardServerError` at
 once (they will not get better). Within an answered batch only the items that came back
 `infra_error` are sent again (`item_retries` rounds, default 1), never the whole batch.
-Results come back in item order. The retry decision is `_Core._decide`, written once; the
+Results come back in item order. Tasks may come as `datasets` and pandas hand them over
+(numpy values, nulls for keys a row does not have). The retry decision is `_Core._decide`, written once; the
 sync and async clients only do IO around it.
 """
 
@@ -22,13 +23,14 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from reward_server.labels import normal_task, plain
 from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
 from reward_server.settings import Weights
 
@@ -72,10 +74,15 @@ def _norm_url(u: str) -> str:
 
 
 def _item_json(it: Any) -> dict:
+    """An item as JSON; a dict's task as `datasets` / pandas rows give it is normalised
+    (`reward_server.labels.normal_task`: numpy values made plain, absent-key nulls dropped)."""
     if isinstance(it, ScoreItem):
         return it.model_dump(mode="json", exclude_none=True)
-    if isinstance(it, dict):
-        return it
+    if isinstance(it, Mapping):
+        item = plain(it)
+        if isinstance(item.get("task"), dict):
+            item["task"] = normal_task(item["task"])
+        return item
     raise TypeError(f"items must be dicts or ScoreItem, got {type(it).__name__}")
 
 

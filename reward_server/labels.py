@@ -1,11 +1,19 @@
 """Turning other stacks' data into our items: completions (plain or chat messages) and
 tasks (our task object, its JSON string, verl's `{"inputs", "outputs", "fn_name"?}`, or a
-bare math answer)."""
+bare math answer).
+
+The one normalisation of foreign task data, used by every integration (TRL, verl, OpenRLHF's
+route, the Python client): what `datasets` and pandas hand over becomes plain JSON (`plain`),
+and a null at one of our model levels (the task, its tests, a case, a checker) means the key
+is absent (`without_absent`): a `datasets` struct column holds every key any row had and fills
+the others with null. Values inside a case (`args`, `expected`, ...) are data and kept as given.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from reward_server import jsonsteps
@@ -22,11 +30,54 @@ def server_token(token: str | None = None) -> str | None:
     return token or os.environ.get("REWARD_SERVER_TOKEN") or None
 
 
-def _plain(x: Any) -> Any:
-    """numpy arrays/scalars (verl, datasets) -> plain Python."""
-    if hasattr(x, "tolist") and not isinstance(x, str | bytes):
-        return x.tolist()
+_MISSING = ("NAType", "NaTType")  # pandas' markers of a missing value
+
+
+def plain(x: Any) -> Any:
+    """Plain JSON values from what `datasets`, pandas and numpy hand over: arrays and numpy
+    scalars -> lists and numbers, mappings -> dicts, tuples -> lists, pandas' NA -> None, at
+    every depth (a struct column read through pandas holds arrays inside dicts)."""
+    if x is None or isinstance(x, str | bool | int | float):
+        return x
+    if isinstance(x, Mapping):
+        return {k if isinstance(k, str) else str(plain(k)): plain(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [plain(v) for v in x]
+    if type(x).__name__ in _MISSING:
+        return None
+    if hasattr(x, "tolist") and not isinstance(x, bytes | bytearray):
+        return plain(x.tolist())
     return x
+
+
+def _present(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def without_absent(task: dict) -> dict:
+    """`task` without its null fields at our model levels: the task, `tests`, each of
+    `tests.cases`, `tests.checker` / `tests.interactor`. A null there is the key of another
+    row of the same column (so `language: null` is the default language, not an error);
+    a case's own values stay as they are (`expected: null` is a call's `None`)."""
+    t = _present(task)
+    tests = t.get("tests")
+    if isinstance(tests, dict):
+        tests = _present(tests)
+        cases = tests.get("cases")
+        if isinstance(cases, list):
+            tests["cases"] = [_present(c) if isinstance(c, dict) else c for c in cases]
+        for key in ("checker", "interactor"):
+            if isinstance(tests.get(key), dict):
+                tests[key] = _present(tests[key])
+        t["tests"] = tests
+    return t
+
+
+def normal_task(task: Any) -> Any:
+    """A task object as we take it from any integration: plain values, absent nulls dropped.
+    Anything that is not an object passes as plain values (the server names what is wrong)."""
+    task = plain(task)
+    return without_absent(task) if isinstance(task, dict) else task
 
 
 def completion_text(c: Any) -> str:
@@ -51,14 +102,14 @@ def _content_text(content: Any) -> str:
 
 
 def _lines(x: Any) -> str:
-    x = _plain(x)
+    x = plain(x)
     if isinstance(x, list):
         return "\n".join(str(v) for v in x) + "\n"
     return str(x)
 
 
 def _call_args(x: Any) -> list:
-    x = _plain(x)
+    x = plain(x)
     if isinstance(x, list):
         return x
     if isinstance(x, str):  # verl's sandbox convention: one JSON value per line
@@ -70,7 +121,7 @@ def _call_args(x: Any) -> list:
 
 
 def _expected(x: Any) -> Any:
-    x = _plain(x)
+    x = plain(x)
     if isinstance(x, str):
         try:
             return json.loads(x)
@@ -80,7 +131,7 @@ def _expected(x: Any) -> Any:
 
 
 def _cases(gt: dict, key: str) -> list:
-    x = _plain(gt.get(key))
+    x = plain(gt.get(key))
     if x is None:
         return []
     if not isinstance(x, list | tuple):
@@ -125,7 +176,7 @@ def verl_in_outs_task(gt: dict) -> dict:
 
 def task_of(label: Any) -> Any:
     """Our task from whatever a dataset column holds; a non-object string is a math answer."""
-    label = _plain(label)
+    label = normal_task(label)
     if isinstance(label, dict):
         if "type" in label or "tests" in label:
             return label

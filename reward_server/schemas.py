@@ -192,11 +192,12 @@ class CodeDetail(BaseModel):
 
 
 class ScoreResult(BaseModel):
-    """One item's outcome. `reward` is null exactly when `status` is `infra_error`."""
+    """One item's outcome. `reward` is null exactly when `status` is not `ok`: `infra_error`
+    (the sandbox failed; worth retrying) or `task_error` (the task's tests cannot run; not)."""
 
     id: str | int | None = None
     reward: float | None
-    status: Literal["ok", "infra_error"]
+    status: Literal["ok", "infra_error", "task_error"]
     detail: dict[str, Any] = Field(default_factory=dict)
 
     @model_validator(mode="before")

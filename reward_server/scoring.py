@@ -16,11 +16,12 @@ from typing import Any
 
 from reward_server.admission import ClientGone
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
-from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward
+from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward, task_source_errors
 from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
 from sandbox import runtimes
 from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
+from sandbox.pool import TaskError
 
 log = logging.getLogger("reward_server.scoring")
 
@@ -113,8 +114,10 @@ class Scorer:
         self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None,
         field: str = "items",
     ) -> list[ScoreResult]:
-        """Check the caps, admit the items (429 when full), grade them; results in item order."""
+        """Check the caps and the tasks' test code, admit the items (429 when full), grade
+        them; results in item order."""
         self.check_limits(items, field)
+        await asyncio.to_thread(self.check_sources, items, field)  # compiling test code: off the loop
         self.admit(len(items))
         return await self.score_items(items, weights, extract)
 
@@ -150,6 +153,15 @@ class Scorer:
         cap = self.settings.max_tests_per_item
         errors = [error(loc, f"at most {cap} test cases per task, got {n}", "too_long")
                   for loc, t in tasks if (n := raw_test_count(t)) > cap]
+        if errors:
+            raise InvalidRequest(errors[:_MAX_ERRORS])
+
+    def check_sources(self, items: list[ScoreItem], field: str = "items") -> None:
+        """Test code that cannot compile is the task's error, seen before any job: a 422 naming
+        the field (`items.3.task.tests.prompt`), never an infra_error for every completion."""
+        errors = [error([field, i, "task", "tests", *loc], msg, "task_invalid")
+                  for i, it in enumerate(items) if isinstance(it.task, CodeTask)
+                  for loc, msg in task_source_errors(it.task)]
         if errors:
             raise InvalidRequest(errors[:_MAX_ERRORS])
 
@@ -239,6 +251,11 @@ class Scorer:
         try:
             async with self.admission.slot():
                 result = await self.pool.run(job)
+        except TaskError as e:  # the runner could not run the task's tests: the task's fault, said so
+            return ScoreResult(
+                id=item.id, reward=None, status="task_error",
+                detail={"kind": "code", "error": str(e), "extract_mode": mode, "code_chars": len(program)},
+            )
         except self.infra_error as e:
             return ScoreResult(
                 id=item.id, reward=None, status="infra_error",

@@ -48,6 +48,11 @@ class InfraError(RuntimeError):
     """The sandbox could not run a job (runner lost twice, none alive): not the candidate's fault."""
 
 
+class TaskError(ValueError):
+    """The runner refused a job's tests (they do not compile or plan on its verdict side): the
+    task's fault, neither the candidate's nor the sandbox's."""
+
+
 class RunnerLost(Exception):
     pass
 
@@ -354,7 +359,7 @@ class SandboxPool:
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if "error" in done:
-            raise ValueError(done["error"])
+            raise TaskError(done["error"])
         return JobResult(
             syntax_ok=bool(done["syntax_ok"]), runs=bool(done["runs"]),
             passed=int(done["passed"]), total=int(done["total"]),

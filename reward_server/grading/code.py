@@ -3,6 +3,8 @@ sandbox job, and shape the runner's per-test verdicts into one reward."""
 
 from __future__ import annotations
 
+import ast
+import functools
 from dataclasses import dataclass
 
 from reward_server.schemas import CodeTask, ExtractOptions
@@ -11,6 +13,66 @@ from sandbox.jobs import AssertCheckTests, Job, JobResult, Limits
 from sandbox.runner import languages
 
 _PYTHON_TAGS = {"python", "py", "python3", "py3"}
+_SOURCE_CACHE_CHARS = 1 << 16  # a group's items share their task: its sources are checked once
+
+
+@functools.lru_cache(maxsize=512)
+def _compile_error_cached(source: str, signature_end: bool) -> str | None:
+    return _compile_error(source, signature_end)
+
+
+def _compile_error(source: str, signature_end: bool) -> str | None:
+    """Why `source` cannot run as Python test code on the trusted side, or None. With
+    `signature_end` (a HumanEval prompt) it may stop at the entry point's signature, as the
+    verdict side reads it (the runner appends a body of `pass`)."""
+    try:
+        if signature_end:
+            try:
+                ast.parse(source)
+            except SyntaxError:
+                ast.parse(source + "\n    pass\n")
+        else:
+            compile(source, "<task>", "exec", dont_inherit=True)
+    except SyntaxError as e:
+        return f"does not compile as Python (line {e.lineno}: {e.msg})"
+    except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, nesting too deep
+        return f"does not compile as Python ({type(e).__name__}: {e})"[:300]
+    return None
+
+
+def source_error(source: str, signature_end: bool = False) -> str | None:
+    if not source.strip():
+        return None
+    if len(source) <= _SOURCE_CACHE_CHARS:
+        return _compile_error_cached(source, signature_end)
+    return _compile_error(source, signature_end)
+
+
+def task_source_errors(task: CodeTask) -> list[tuple[list, str]]:
+    """`(loc inside tests, reason)` for each piece of a Python test spec the verdict side must
+    compile and cannot: the check module, asserts, setup, helpers, a HumanEval prompt (its
+    definitions are helpers). Bad task data is the task's 422, never a sandbox failure."""
+    t = task.tests
+    out: list[tuple[list, str]] = []
+
+    def check(loc: list, source: str, signature_end: bool = False, hint: str = "") -> None:
+        why = source_error(source, signature_end)
+        if why:
+            out.append((loc, why + hint))
+
+    if t.kind != "assert":
+        return out
+    check(["helpers"], t.helpers)
+    if isinstance(t, AssertCheckTests):
+        check(["test"], t.test, hint="; it must define check(candidate)")
+        check(["prompt"], t.prompt, signature_end=True,
+              hint="; `prompt` is a HumanEval prompt: Python code up to the function's body (its other definitions "
+                   "are helpers), not prose; put a prose question in your own prompt column")
+    else:
+        check(["setup"], t.setup)
+        for i, a in enumerate(t.asserts):
+            check(["asserts", i], a)
+    return out
 _LANG_CHARS = frozenset("+.#-_")
 
 

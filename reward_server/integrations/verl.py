@@ -2,8 +2,8 @@
 `BatchRewardManager`), scoring through the reward server over HTTP.
 
 ```yaml
-custom_reward_function:
-  path: <site-packages>/reward_server/compat/verl.py
+custom_reward_function:          # verl >= 0.6 reads reward.custom_reward_function.*
+  path: pkg://reward_server.compat.verl   # newer verl; any verl: $(reward-server integrations verl-path)
   name: compute_score            # or compute_score_batch with reward_model.reward_manager=batch
   reward_kwargs: {server_url: "http://127.0.0.1:8000"}   # or set REWARD_SERVER_URL
 ```
@@ -11,8 +11,9 @@ custom_reward_function:
 `ground_truth` may be verl's code format `{"inputs": [...], "outputs": [...], "fn_name"?}`
 (stdio, or call-based with `fn_name`), our task (dict or JSON string), or a math answer
 string. `extra_info["task"]`, when present, wins. Every result dict has the same keys
-(`score`, `acc`, `passed`, `total`, `infra_error`) so verl can tabulate them; an infra
-error scores `infra_error_score` (verl needs a number) and sets `infra_error` to 1.
+(`score`, `acc`, `passed`, `total`, `infra_error`, `task_error`) so verl can tabulate them; an
+infra or task error scores `infra_error_score` (verl needs a number) and sets its key to 1.
+`datasets` / pandas values (numpy arrays, struct columns with nulls) are taken as they come.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import threading
 from typing import Any
 
 from reward_server.client import RewardClient, ScoreResult
-from reward_server.labels import server_token, task_of
+from reward_server.labels import plain, server_token, task_of
 from reward_server.labels import server_url as _default_url
 
 _clients: dict[tuple, RewardClient] = {}
@@ -38,20 +39,23 @@ def _client(url: Any, token: str | None, timeout: float) -> RewardClient:
 
 
 def _task(ground_truth: Any, extra_info: Any) -> Any:
+    extra_info = plain(extra_info)  # verl hands over numpy object arrays' elements
     if isinstance(extra_info, dict) and extra_info.get("task") is not None:
         return task_of(extra_info["task"])
     return task_of(ground_truth)
 
 
 def _as_dict(r: ScoreResult, infra_error_score: float) -> dict[str, Any]:
-    if r.reward is None:
-        return {"score": float(infra_error_score), "acc": 0.0, "passed": 0, "total": 0, "infra_error": 1}
+    if r.reward is None:  # infra_error, or task_error (the task's tests cannot run): no score to give
+        return {"score": float(infra_error_score), "acc": 0.0, "passed": 0, "total": 0,
+                "infra_error": int(r.status == "infra_error"), "task_error": int(r.status == "task_error")}
     d = r.detail
     if d.get("kind") == "math":
         passed, total = int(r.reward >= 1.0), 1
     else:
         passed, total = int(d.get("passed", 0)), int(d.get("total", 0))
-    return {"score": float(r.reward), "acc": float(r.reward >= 1.0), "passed": passed, "total": total, "infra_error": 0}
+    return {"score": float(r.reward), "acc": float(r.reward >= 1.0), "passed": passed, "total": total, "infra_error": 0,
+            "task_error": 0}
 
 
 def compute_score_batch(

@@ -1,6 +1,9 @@
 """SandboxFusion's `POST /run_code`, `POST /submit` (CommonOJ, `provided_data` stdio form)
 and `GET /v1/ping`, with their request/response shapes and semantics.
 
+`/run_jupyter` (cells run in order in one interpreter that keeps state) is not offered: it
+answers 501 with what is offered instead (a stateless `/run_code` of the cells joined in order).
+
 `/run_code`: run once with stdin and files; `status` is `Success` when the program finished
 with exit code 0, `Failed` when it finished otherwise, failed to compile or ran out of time,
 and `SandboxError` when the sandbox itself failed (or the language is not one we run).
@@ -23,12 +26,13 @@ import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import Response
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from reward_server.body import parse_body, request_body
 from reward_server.errors import BODY_RESPONSES, InvalidRequest, RequestRejected, error, invalid
 from reward_server.grading.code import extract_code
+from reward_server.logs import request_id
 from reward_server.schemas import ScoreItem
 from reward_server.settings import Settings
 from sandbox.jobs import ExecRequest, Limits, escape_surrogates
@@ -204,6 +208,23 @@ async def run_code(request: Request):
     if note:
         out.message = f"{out.message}; {note}" if out.message else note
     return _resp(out)
+
+
+JUPYTER_OFFERED = ("/run_code", "/submit", "/v1/score")
+_JUPYTER_NOT_OFFERED = (
+    "run_jupyter is not offered: this server keeps no interpreter between calls (every program runs in a fresh "
+    "sandboxed process). Run the cells as one program with POST /run_code (the cells joined in order, one "
+    "stdout for all), or grade with POST /submit or POST /v1/score."
+)
+
+
+@router.post("/run_jupyter", summary="SandboxFusion: Jupyter cells (not offered: 501)", status_code=501,
+             responses={501: {"description": "stateful sessions are not offered; `offered` lists what is"}})
+async def run_jupyter() -> JSONResponse:
+    """Answered at once, whatever the body: a SandboxFusion client gets a clear refusal, never a 404
+    it might read as a wrong URL, nor a 422 about fields that would not help."""
+    return JSONResponse(status_code=501, content={"detail": _JUPYTER_NOT_OFFERED, "offered": list(JUPYTER_OFFERED),
+                                                  "request_id": request_id.get()})
 
 
 @router.get("/v1/ping", summary="SandboxFusion: liveness", response_model=str)
