@@ -277,10 +277,9 @@ def _equal(a: Any, e: Any, tol: float | None) -> bool:
             return ta is float and math.isnan(a)
         if tol is None or not math.isfinite(e):
             return False
-        try:
-            return math.isfinite(a) and abs(a - e) <= max(tol, tol * abs(e))
-        except OverflowError:  # an int past the float range
-            return False
+        if ta is int:
+            return _int_near(a, e, tol)
+        return math.isfinite(a) and abs(a - e) <= max(tol, tol * abs(e))
     if te is list or te is tuple:
         return ta in _ORDERED_SEQS and len(a) == len(e) and all(_equal(x, y, tol) for x, y in zip(a, e))
     if te is dict:
@@ -288,6 +287,17 @@ def _equal(a: Any, e: Any, tol: float | None) -> bool:
     if te in (set, frozenset):
         return ta in (set, frozenset) and a == e
     return ta is te and a == e
+
+
+def _int_near(a: int, e: float, tol: float) -> bool:
+    """An int answer within `tol` of an expected float, with the difference taken exactly: `a - e`
+    would round `a` to a float first, and 10**20 + 1 would pass for 1e20 at tolerance 0."""
+    if math.isinf(tol):
+        return True
+    if a.bit_length() > 2100:  # past every finite float times any finite tolerance
+        return False
+    e_exact, t = fractions.Fraction(e), fractions.Fraction(tol)
+    return abs(a - e_exact) <= max(t, t * abs(e_exact))
 
 
 def _dict_equal(a: dict, e: dict, tol: float | None) -> bool:

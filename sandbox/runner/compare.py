@@ -1,17 +1,43 @@
-"""Stdout comparison for stdio tests, done by the runner, never by the program.
+r"""Stdout comparison for stdio tests, done by the runner, never by the program.
 
 The rule: line by line, ignoring trailing whitespace and trailing blank lines; the number of
-lines must match, so a correct prefix does not pass; with a tolerance, numeric tokens compare
-within it. `StdoutMatcher` applies it to output as it arrives, holding at most the line being
-read (bounded by the expected line's length), so a 16 MiB answer is never held whole.
+lines must match, so a correct prefix does not pass. `StdoutMatcher` applies it to output as
+it arrives, holding at most the line being read (bounded by the expected line's length), so a
+16 MiB answer is never held whole.
+
+With a tolerance, a line is split into tokens at ASCII blanks and compared token by token,
+exact where the data is exact. The numeric token grammar is strict (ASCII only):
+
+    integer   -?[0-9]+
+    decimal   -?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]{1,4})?   (with a '.' or an exponent)
+
+No leading '+', no '_' separators, no hexadecimal, no "inf"/"nan"/"Infinity", no other
+script's digits; a decimal token is at most `MAX_DECIMAL_CHARS` long (its exponent at most four
+digits), so no value is huge or costly to read. A token outside the grammar is text and must
+match character for character. Where the expected token is an integer, the answer must have
+exactly its value (compared as decimal text, never through a float: `n*n + 1` is not `n*n`,
+and `1e24` is not 1000000000000000000000001); `3.0` for `3` passes, `2.9999999` does not.
+Where the expected token is a decimal, the answer (integer or decimal) passes within the
+tolerance, absolute or relative to the expected value, computed with `Decimal` (`1` for `1.0`
+passes; at tolerance 0 only the exact value does). Leading zeros and the sign of zero carry no
+value: `007` is 7 and `-0` is 0.
 """
 
 from __future__ import annotations
 
 import codecs
-import math
+import decimal
+import re
 
 LINE_SLACK = 1 << 16  # a line may run this much past its expected length (trailing blanks) before it fails
+MAX_DECIMAL_CHARS = 1024  # a decimal token past this is text (a double printed in full is ~330 chars)
+
+_INTEGER = re.compile(r"-?[0-9]+")
+_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,4})?")
+_BLANKS = re.compile(r"[ \t\r\f\v]+")
+# exact for every in-grammar value's exponent (|e| <= 9999 plus 1024 digits); 60 digits for a
+# difference or a bound, far finer than any tolerance; no trap: nothing here can raise
+_CONTEXT = decimal.Context(prec=60, Emax=100_000, Emin=-100_000, traps=[])
 
 
 def _lines(text: str) -> list[str]:
@@ -21,22 +47,50 @@ def _lines(text: str) -> list[str]:
     return lines
 
 
-def _token_equal(a: str, b: str, tol: float) -> bool:
-    if a == b:
+def _integer_text(token: str) -> str:
+    """An integer token's value as canonical text (no sign for zero, no leading zeros): exact
+    at any length, with no int() (whose digit limit a long answer would hit)."""
+    negative = token.startswith("-")
+    digits = token.lstrip("-").lstrip("0") or "0"
+    return "-" + digits if negative and digits != "0" else digits
+
+
+def _decimal(token: str) -> decimal.Decimal | None:
+    """A numeric token (of the module's grammar) as a Decimal; None for text."""
+    if len(token) > MAX_DECIMAL_CHARS or not _DECIMAL.fullmatch(token):
+        return None
+    return decimal.Decimal(token)
+
+
+def _tolerance(tol: float) -> decimal.Decimal:
+    """The tolerance as written (repr: 1e-06, not the binary float's 9.99999999999999954e-07)."""
+    return decimal.Decimal(repr(float(tol)))
+
+
+def _token_equal(actual: str, expected: str, tol: decimal.Decimal) -> bool:
+    if actual == expected:
         return True
-    try:
-        x, y = float(a), float(b)
-    except ValueError:
+    if _INTEGER.fullmatch(expected):
+        if _INTEGER.fullmatch(actual):
+            return _integer_text(actual) == _integer_text(expected)
+        a = _decimal(actual)  # 3.0 or 3e0 for 3: the same value exactly, never "close to"
+        return a is not None and a == decimal.Decimal(expected)
+    e = _decimal(expected)
+    if e is None:
+        return False  # text: character for character
+    a = _decimal(actual)
+    if a is None:
         return False
-    if not (math.isfinite(x) and math.isfinite(y)):
-        return False
-    return abs(x - y) <= max(tol, tol * abs(y))
+    if a == e or tol.is_infinite():
+        return True
+    diff = _CONTEXT.abs(_CONTEXT.subtract(a, e))
+    return diff <= max(tol, _CONTEXT.multiply(tol, _CONTEXT.abs(e)))
 
 
-def _line_equal(actual: str, expected: str, tol: float | None) -> bool:
+def _line_equal(actual: str, expected: str, tol: decimal.Decimal | None) -> bool:
     if tol is None:
         return actual == expected
-    ta, te = actual.split(), expected.split()
+    ta, te = _BLANKS.split(actual.strip(" \t\r\f\v")), _BLANKS.split(expected.strip(" \t\r\f\v"))
     return len(ta) == len(te) and all(_token_equal(x, y, tol) for x, y in zip(ta, te))
 
 
@@ -47,7 +101,7 @@ class StdoutMatcher:
 
     def __init__(self, expected: str, float_tolerance: float | None = None, bounded: bool = True) -> None:
         self.expected = _lines(expected)
-        self.tol = float_tolerance
+        self.tol = None if float_tolerance is None else _tolerance(float_tolerance)
         self.bounded = bounded
         self.restart()
 
