@@ -112,3 +112,35 @@ def test_seccomp_program_refuses_namespaces_and_checks_the_arch():
     for name in ("unshare", "setns", "mount", "keyctl", "bpf", "ptrace", "perf_event_open", "io_uring_setup"):
         assert seccomp.X86_64_REFUSED[name] in refused
     assert len(prog) // 8 < 256  # every jump fits
+
+
+def _run_filter(prog: bytes, nr: int, args: tuple[int, ...] = (), arch: int = seccomp.AUDIT_ARCH_X86_64) -> int:
+    """What the kernel would answer: the classic-BPF program run on one struct seccomp_data."""
+    words = list(args) + [0] * (6 - len(args))
+    data = struct.pack("=iI8x6Q", nr, arch, *words)
+    ins = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    pc, acc = 0, 0
+    while True:
+        code, jt, jf, k = ins[pc]
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif code == 0x06:
+            return k
+        else:
+            taken = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if taken else jf
+        pc += 1
+
+
+def test_seccomp_program_refuses_what_docker_refuses_and_every_unreviewed_call():
+    prog = seccomp.build_x86_64()
+    eperm, enosys = seccomp.RET_ERRNO | 1, seccomp.RET_ERRNO | 38
+    for name in ("modify_ldt", "memfd_secret", "lsm_list_modules", "open_tree_attr", "file_setattr", "ptrace"):
+        assert _run_filter(prog, seccomp.X86_64_REFUSED[name]) == eperm, name
+    for nr in (seccomp.X86_64_FIRST_UNREVIEWED, 511, 548, 1000, 0x3FFFFFFF):
+        assert _run_filter(prog, nr) == enosys, nr
+    assert _run_filter(prog, 0x40000000 + 1) == eperm  # x32
+    assert _run_filter(prog, 1, arch=0x40000003) == seccomp.RET_KILL_PROCESS  # i386
+    for ok in (0, 1, 158, 318, 334, 444, 446, 448, 457, 462, 466):  # read, write, arch_prctl, getrandom, rseq, landlock...
+        assert _run_filter(prog, ok) == seccomp.RET_ALLOW, ok
+    assert _run_filter(prog, 56, (0x10000000,)) == eperm and _run_filter(prog, 56, (0x11,)) == seccomp.RET_ALLOW
