@@ -142,7 +142,8 @@ class StdioTests(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["stdio"] = "stdio"
     cases: list[StdioCase] = Field(min_length=1)
-    float_tolerance: float | None = Field(None, ge=0, description="compare numeric tokens with this abs/rel tolerance")
+    float_tolerance: float | None = Field(None, ge=0, description="abs/rel tolerance for an expected token written as a decimal or with an exponent; "
+                                            "an expected integer needs its exact value")
 
 class CallCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
