@@ -83,8 +83,8 @@ def test_not_run_commands_are_still_in_readme():
 
 
 def test_every_server_line_names_its_port_and_one_runs_at_a_time():
-    serves = [ln for b in bash_blocks(README.read_text()) for ln in b.split("\n") if _SERVE.match(ln)]
-    assert serves and all(f"--port {PORT}" in ln for ln in serves)
+    serves = [ln for b in bash_blocks(README.read_text()) for ln in b.split("\n") if "reward-server serve" in ln]
+    assert serves and all(_SERVE.match(ln) and f"--port {PORT}" in ln for ln in serves), serves
     text = README.read_text()
     assert text.count("Stop the server started above") == len(serves) - 1  # each later one says so
 
