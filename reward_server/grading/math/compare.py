@@ -202,12 +202,110 @@ def _exact_confirm(a, b, mag: float) -> bool:
         return True  # cannot evaluate further: the 30-digit verdict stands
 
 
-def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
+# Probe buckets for one variable: identities that hold only for positive values (|x| = x,
+# sqrt((x+1)^2) = x+1, floor(x) = x, ln(x^2) = 2 ln x read backwards) fail at negative, large or
+# non-integer points. Bucket k of symbol j at try k is _BUCKETS[(k + j*k) % 8], so one variable
+# meets every bucket in eight tries and several variables meet mixed signs.
+_BUCKETS = ((-2.5, -0.2), (0.2, 2.5), (8.0, 60.0), (-60.0, -8.0), (-0.9, 0.9), (2.5, 8.0), (-8.0, -2.5), (60.0, 400.0))
+MAX_PROBES = 16  # tries per comparison (points outside the reference's domain are skipped)
+WANT_PROBES = 7  # agreeing points that settle it
+MIN_PROBES = 3  # fewer points in the domain: fall back to all finite points, then to simplify
+
+
+def _probe_points(syms: list, seed: int):
+    """Deterministic probe points (30-digit floats, never integers) over the buckets above."""
+    rnd = random.Random(seed)
+    for k in range(MAX_PROBES):
+        yield {s: sp.Float(rnd.uniform(*_BUCKETS[(k + j * k) % len(_BUCKETS)]), 30) for j, s in enumerate(syms)}
+
+
+def _branches(e) -> list[tuple[str, object]]:
+    """The sub-expressions that bound e's real domain: bases of non-integer powers (>= 0), logarithm
+    arguments (> 0), arguments of the inverse trig/hyperbolic functions with a bounded real domain."""
+    if not isinstance(e, sp.Basic) or not e.free_symbols:
+        return []
+    out: list[tuple[str, object]] = []
+    for x in e.atoms(sp.Pow, sp.log, sp.asin, sp.acos, sp.acosh, sp.atanh, sp.asec, sp.acsc):
+        if not x.free_symbols:
+            continue
+        if isinstance(x, sp.Pow):
+            if x.exp.is_integer is not True:
+                out.append(("nonneg", x.base))
+        elif isinstance(x, sp.log):
+            out.append(("pos", x.args[0]))
+        elif isinstance(x, (sp.asin, sp.acos)):
+            out.append(("unit", x.args[0]))
+        elif isinstance(x, sp.acosh):
+            out.append(("ge1", x.args[0]))
+        elif isinstance(x, sp.atanh):
+            out.append(("open_unit", x.args[0]))
+        else:
+            out.append(("out_unit", x.args[0]))
+        if len(out) > 24:
+            break
+    return out
+
+
+def _real_defined(branches: list, pt: dict) -> bool:
+    """Is every branch argument real and inside its real domain at pt?"""
+    for kind, arg in branches:
+        v = _num(arg, pt)
+        if v is None or abs(v.imag) > 1e-20 * max(1.0, abs(v)):
+            return False
+        r = v.real
+        if (kind == "nonneg" and r < 0 or kind == "pos" and r <= 0 or kind == "unit" and abs(r) > 1
+                or kind == "ge1" and r < 1 or kind == "open_unit" and abs(r) >= 1 or kind == "out_unit" and abs(r) < 1):
+            return False
+    return True
+
+
+def _probe_eq(a, b, syms: list, tol: float) -> tuple[bool | None, str]:
+    """a (the reference) vs b at probe points inside a's real domain: False at the first point where
+    they differ or b is undefined while a is defined; True once WANT_PROBES points agree (MIN_PROBES
+    at least); None when too few points lie in the domain. Then every finite point counts (complex
+    values compared), as for references that are not real anywhere."""
+    ba, bb = _branches(a), _branches(b)
+    valid = 0
+    loose: list[dict] = []  # points outside a's real domain, for the second pass
+    for pt in _probe_points(syms, 12345):
+        if not _real_defined(ba, pt):
+            loose.append(pt)
+            continue
+        va = _num(a, pt)
+        if va is None:
+            continue
+        vb = _num(b, pt) if _real_defined(bb, pt) else None
+        if vb is None:
+            return False, "undefined where the reference is defined"
+        if not _close(va, vb, tol):
+            return False, "differ at a probe point"
+        valid += 1
+        if valid >= WANT_PROBES:
+            break
+    if valid >= MIN_PROBES:
+        return True, "equal at probe points"
+    for pt in loose:
+        va, vb = _num(a, pt), _num(b, pt)
+        if va is None or vb is None:
+            continue
+        if not _close(va, vb, tol):
+            return False, "differ at a probe point"
+        valid += 1
+        if valid >= WANT_PROBES:
+            break
+    if valid >= MIN_PROBES:
+        return True, "equal at probe points"
+    return None, "not shown equal"
+
+
+def scalar_eq(a, b, approx: bool, o: Opts, int_exact: bool = False) -> tuple[bool, str]:
+    """a (the reference side) vs b. int_exact: an integer reference is compared exactly even against
+    a decimal answer (123456789.0 equals 123456789, 123456700.0 does not)."""
     if isinstance(a, sp.MatrixBase) or isinstance(b, sp.MatrixBase):
         if not (isinstance(a, sp.MatrixBase) and isinstance(b, sp.MatrixBase)) or a.shape != b.shape:
             return False, "matrix shapes differ"
         for x, y in zip(a, b, strict=True):
-            ok, _ = scalar_eq(x, y, approx, o)
+            ok, _ = scalar_eq(x, y, approx, o, int_exact)
             if not ok:
                 return False, "matrix entries differ"
         return True, "matrices equal"
@@ -217,6 +315,8 @@ def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
         return False, "non-finite differs"
     fa, fb = a.free_symbols, b.free_symbols
     if not fa and not fb:
+        if approx and int_exact and isinstance(a, sp.Integer):
+            approx = False  # a decimal answer must be that integer exactly, not within rel_tol
         if isinstance(a, sp.Rational) and isinstance(b, sp.Rational) and not approx:
             return False, "exact numbers differ"
         va, vb = _num(a), _num(b)
@@ -231,21 +331,9 @@ def scalar_eq(a, b, approx: bool, o: Opts) -> tuple[bool, str]:
     if fa != fb:
         return False, "variables differ"
     syms = sorted(fa, key=lambda s: s.name)
-    rnd = random.Random(12345)
-    tol = max(o.rel_tol, 1e-9) if approx else 1e-9
-    valid = 0
-    for _ in range(8):
-        pt = {s: sp.Float(rnd.uniform(0.2, 2.5), 30) for s in syms}
-        va, vb = _num(a, pt), _num(b, pt)
-        if va is None or vb is None:
-            continue
-        valid += 1
-        if not _close(va, vb, tol):
-            return False, "differ at a probe point"
-        if valid >= 5:
-            break
-    if valid >= 3:
-        return True, "equal at probe points"
+    ok, why = _probe_eq(a, b, syms, max(o.rel_tol, 1e-9) if approx else 1e-9)
+    if ok is not None:
+        return ok, why
     try:
         if sp.count_ops(a) + sp.count_ops(b) < 120 and sp.simplify(a - b) == 0:
             return True, "symbolic difference is 0"
@@ -291,7 +379,7 @@ def q_eq(g: Q, p: Q, o: Opts) -> tuple[bool, str]:
         return True, "rounds to the reference"
     approx = g.approx or p.approx
     if g.pct and p.pct or g.deg and p.deg:
-        return scalar_eq(g.e, p.e, approx, o)
+        return scalar_eq(g.e, p.e, approx, o, int_exact=True)
 
     def cands(q: Q, other: Q):
         out = []
@@ -309,7 +397,7 @@ def q_eq(g: Q, p: Q, o: Opts) -> tuple[bool, str]:
     reason = "differ"
     for x in cands(g, p):
         for y in cands(p, g):
-            ok, reason = scalar_eq(x, y, approx, o)
+            ok, reason = scalar_eq(x, y, approx, o, int_exact=True)
             if ok:
                 return True, reason + (" (percent)" if g.pct or p.pct else "")
     return False, reason
@@ -360,12 +448,16 @@ def _eqn_eq(g: Rel, p: Rel, o: Opts) -> tuple[bool, str]:
     if d1.free_symbols != d2.free_symbols or not d1.free_symbols:
         return False, "equations differ"
     syms = sorted(d1.free_symbols, key=lambda s: s.name)
-    rnd = random.Random(7)
+    b1, b2 = _branches(d1), _branches(d2)
     ratio = None
     valid = 0
-    for _ in range(10):
-        pt = {s: sp.Float(rnd.uniform(0.2, 2.5), 30) for s in syms}
-        a, b = _num(d1, pt), _num(d2, pt)
+    for pt in _probe_points(syms, 7):
+        if not _real_defined(b1, pt):
+            continue  # outside the reference equation's real domain
+        a = _num(d1, pt)
+        b = _num(d2, pt) if _real_defined(b2, pt) else None
+        if a is not None and b is None:
+            return False, "equations differ"
         if a is None or b is None or abs(b) < 1e-12 or abs(a) < 1e-12:
             continue
         r = a / b
@@ -589,6 +681,12 @@ def eq(g, p, o: Opts) -> tuple[bool, str]:
             except Exception:  # noqa: BLE001
                 return False, "ratio differs"
         return False, "ratio vs value"
+    # "5 or 7" for one value: every alternative must be it (a restatement, "1/2 or 0.5"), never one of them
+    if isinstance(p, Seq) and p.alternatives and p.open == "" and isinstance(g, Q):
+        alts = _expand_rel_list(p.items)
+        if alts and all(eq(g, x, o)[0] for x in alts):
+            return True, "every alternative equal"
+        return False, "alternatives for one value"
     # collections
     gi, pi = _items(g), _items(p)
     if gi is not None and len(gi) == 1:
@@ -731,6 +829,24 @@ def _shown(v) -> str:
         return "<a number too long to print>"
 
 
+def _alts_agree(alts: list[str], rv, o: Opts) -> bool:
+    """Every value a completion offers beside its answer ("\\boxed{5} or maybe 7") equals the reference
+    too: a restatement (1/2 or 0.5) passes, a hedge between different values does not."""
+    for a in alts:
+        avals, _ = _parse_all(a, completion=True)
+        if not any(_safe_eq(rv, av, o) for _, av, _ in avals):
+            return False
+    return True
+
+
+def _safe_eq(g, p, o: Opts) -> bool:
+    try:
+        return eq(g, p, o)[0]
+    except (ValueError, TypeError, ZeroDivisionError, AttributeError, RecursionError, NotImplementedError,
+            IndexError, KeyError):
+        return False
+
+
 def check(completion: str, answer: str, opts: dict) -> dict:
     t0 = time.perf_counter()
     o = Opts(opts)
@@ -760,13 +876,19 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     if pred.answer and (len(pred.answer) > o.max_answer_chars or len(pred.joined or "") > o.max_answer_chars):
         return done(0, "too_large", "answer too long", pred.answer[:200])
     if not pred.answer or not normalize(pred.answer):
+        if pred.how.startswith("hedged") and _CODE_RE.search(completion):
+            return done(0, "parse_error", "code-like answer refused")
         return done(0, "no_answer", pred.how or "no answer found")
 
     if _CODE_RE.search(pred.answer) or (pred.how in _FALLBACKS and _CODE_RE.search(completion)):
         return done(0, "parse_error", "code-like answer refused", pred.answer)
+    if pred.alternatives and pred.run:
+        # boxes joined by "or" are one answer, alternatives (\\boxed{3} or \\boxed{-1}), never the last box alone
+        pred = dataclasses.replace(pred, answer=" or ".join(pred.run))
     # identical text (after light normalisation) needs no parsing
     rk = text_key(normalize(ref_text))
-    if rk and (rk == text_key(normalize(pred.answer)) or (pred.joined and rk == text_key(normalize(pred.joined)))):
+    if not pred.alts and rk and (rk == text_key(normalize(pred.answer))
+                                 or (pred.joined and rk == text_key(normalize(pred.joined)))):
         return done(1, "ok", "identical text", pred.answer)
 
     rvals, rerr = _parse_all(ref_text)
@@ -780,10 +902,9 @@ def check(completion: str, answer: str, opts: dict) -> dict:
     pred_texts = []
     if pred.joined and ref_multi:
         pred_texts.append(pred.joined)
-    if pred.alternatives and pred.run and any(as_set(v) is not None or isinstance(v, (Rel, Logic)) for _, v, _ in rvals):
-        pred_texts.append(" or ".join(pred.run))  # \\boxed{x < -2} or \\boxed{x > 2} for a set
     pred_texts.append(pred.answer)
-    if pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number":
+    if (pred.how in ("bare", "phrase", "last math block", "solutions phrase") and o.fallback == "last_number"
+            and not pred.hedged):  # "7, not 5", "5 or 7", "x > 5" are not their last number
         ln = last_number(pred.answer)
         if ln and ln != pred.answer:
             pred_texts.append(ln)
@@ -817,6 +938,8 @@ def check(completion: str, answer: str, opts: dict) -> dict:
                 except (ValueError, TypeError, ZeroDivisionError, AttributeError, RecursionError,
                         NotImplementedError, IndexError, KeyError) as e:
                     ok, why = False, f"compare failed: {type(e).__name__}"
+                if ok and not _alts_agree(pred.alts, rv, o):
+                    return done(0, "ok", "hedged between different values", ptxt, pv, rv)
                 if ok:
                     return done(1, "ok", why, ptxt, pv, rv)
     if last_pv is None:

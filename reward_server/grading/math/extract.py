@@ -28,6 +28,90 @@ _CONNECTOR_END = re.compile(r"(?:\band|\bor|,|;|\\quad|\\qquad|&|\\text\{\s*(?:a
 _OR_RE = re.compile(r"\bor\b", re.IGNORECASE)
 _LEAD_WORD = re.compile(r"^(?:so|thus|hence|therefore|then)\b,?\s+(?=\S)", re.IGNORECASE)
 
+# Hedges a careful judge refuses to read as a plain answer. Negations: the value named is ruled out
+# ("7, not 5", "isn't 5", "rather than 5"). Alternatives: several values, or a guess ("5 or 7", "maybe 5",
+# "if n is odd"). Bounds and relations: the answer is a range, not the number ("at least 5", "x > 5").
+_NEG = (r"\b(?:not|never|no\s+longer|nor|neither|rather\s+than|instead\s+of|other\s+than|except|excluding|wrong"
+        r"|incorrect)\b|n't\b|≠|∉|\\(?:neq?|notin|not)(?![A-Za-z])")
+_GUESS = r"\b(?:either|maybe|perhaps|possibly|probably|might|could|whether|if|unless|otherwise|alternatively|versus|vs)\b"
+_ALT = r"\bor\b|" + _GUESS
+_BOUND = (r"\b(?:at\s+(?:least|most)|(?:less|more|greater|fewer|larger|smaller|bigger|higher|lower)\s+than|between"
+          r"|up\s+to|below|above|under|over|exceeds?)\b|[<>≤≥]|\\(?:leq?|geq?|lt|gt|leqslant|geqslant)(?![A-Za-z])")
+_HEDGE_RE = re.compile("|".join((_NEG, _ALT, _BOUND)), re.IGNORECASE)
+_BOX_CUE_RE = re.compile("|".join((_NEG, r"\bor\b", _BOUND)), re.IGNORECASE)  # before a box: "not \\boxed{5}"
+# between boxes of one run: every cue but a plain "or" ("\\boxed{5} if n is even and \\boxed{7} ...")
+_RUN_CUE_RE = re.compile("|".join((_NEG, _BOUND, _GUESS)), re.IGNORECASE)
+# an alternative offered right after the answer: "\\boxed{5} or 7", "The answer is 5. Or maybe 7."
+_ALT_AFTER_RE = re.compile(
+    r"[\s$,;:.!?()\\\]]{0,12}(?:or|either|maybe|perhaps|possibly|probably|otherwise|unless|no|actually)\b", re.IGNORECASE)
+# a bound right after the answer: "\\boxed{5} or more", "12 at most", "5 and above"
+_BOUND_AFTER_RE = re.compile(
+    r"[\s$,;:)\\\]]{0,8}(?:(?:or|and)\s+(?:more|less|fewer|greater|larger|smaller|higher|lower|above|below|up|over|under)"
+    r"|at\s+(?:the\s+)?(?:most|least|minimum|maximum)|or\s+so)\b", re.IGNORECASE)
+# "X, not Y" / "X rather than Y" / "X instead of Y": the answer is X
+_NEG_JOIN_RE = re.compile(r"[ \t]{0,8}[,;(]?[ \t]{0,8}(?:but[ \t]+)?(?:not|rather[ \t]+than|instead[ \t]+of)\b[ \t]*",
+                          re.IGNORECASE)
+# where the clause that holds a value starts: punctuation, "=", a digit or a closing bracket, a conjunction
+_CLAUSE_START = re.compile(r"[.!?;:,\n=\d})\]]|\b(?:so|thus|therefore|hence|then|and|but|is|are|equals?)\b", re.IGNORECASE)
+_RANGE_RE = re.compile(r"\b(?:between|from)\b[^.!?;:\n=]{0,60}\b(?:and|to)\s*$", re.IGNORECASE)
+_OPENERS = re.compile(r"(?:\s|\$|\\\(|\\\[|\\(?:boxed|fbox)\s*\{|\*\*)+$")
+
+
+def hedged(text: str) -> bool:
+    """Does an answer text negate, hedge or bound its value ("7, not 5", "5 or 7", "x > 5")?"""
+    return _HEDGE_RE.search(text) is not None
+
+
+def _clause_before(text: str, pos: int, max_words: int = 4) -> str:
+    """The last few words of the clause that ends at pos (math openers before pos dropped); after a
+    range's "between 5 and" / "from 5 to", the word "between"."""
+    head = text[max(0, pos - 200) : pos]
+    m = _OPENERS.search(head)
+    if m is not None:
+        head = head[: m.start()]
+    if _RANGE_RE.search(head[-80:]) is not None:
+        return "between"  # the end of a range is no answer of its own
+    cut = 0
+    for m in _CLAUSE_START.finditer(head):
+        cut = m.end()
+    clause = head[cut:]
+    return " ".join(clause.split()[-max_words:])
+
+
+def _alternatives_after(text: str, pos: int) -> list[str]:
+    """A value offered as an alternative right after an answer that ends at pos: "or 7", ". Or maybe $7$",
+    "? No, 7" (the first number or math block in that sentence); a bound ("or more", "at most") is an
+    alternative no reference equals; [] when none."""
+    if _BOUND_AFTER_RE.match(text, pos) is not None:
+        return ["\\text{a bound, not a value}"]  # never equal to a reference
+    m = _ALT_AFTER_RE.match(text, pos)
+    if m is None:
+        return []
+    rest = _sentence(text[m.end() : m.end() + 300])
+    blocks = _math_blocks(rest)
+    nums = list(_NUMBER_RE.finditer(rest))
+    starts = [(b[0], b[2]) for b in blocks[:1]] + [(n.start(), n.group(0).strip()) for n in nums[:1]]
+    if starts:
+        return [min(starts)[1]]
+    if m.group(0).rstrip().lower().endswith(("otherwise", "unless")):
+        return ["\\text{a condition, not a value}"]  # "\\boxed{7} otherwise": the answer holds only sometimes
+    return []  # "\\boxed{5}. No other value works.": no competing value
+
+
+def _negated_tail(seg: str) -> str | None:
+    """'7, not 5' / '7 rather than 5' / '7 (not 5)': the value kept ('7'), when that is all it says;
+    None when the text is anything else ("7, not sure", "not 5", "5 or 7, not 9")."""
+    ms = list(_NEG_JOIN_RE.finditer(seg))
+    if len(ms) != 1:
+        return None
+    head, tail = seg[: ms[0].start()].strip(), seg[ms[0].end() :].strip()
+    tail = tail[:-1].strip() if tail.endswith(")") and ms[0].group(0).strip().startswith("(") else tail
+    if not head or not tail or len(tail) > 80 or hedged(head) or hedged(tail):
+        return None
+    if re.search(r"[A-Za-z]{2,}", re.sub(r"\\[A-Za-z]+", " ", tail)):
+        return None  # words after "not": a qualifier ("not including 3"), not a ruled-out value
+    return head
+
 
 @dataclass
 class Extracted:
@@ -38,6 +122,8 @@ class Extracted:
     lead: str = ""  # up to 60 characters of text just before the (first) box used
     alternatives: bool = False  # the joined boxes were connected by "or" (x = \\boxed{3} or x = \\boxed{-1})
     run: list[str] = field(default_factory=list)  # the joined boxes themselves
+    hedged: bool = False  # the answer text negates, hedges or bounds ("7, not 5", "5 or 7", "x > 5"): no last-number reading
+    alts: list[str] = field(default_factory=list)  # values offered after it ("\\boxed{5} or maybe 7"): must equal it too
 
 
 _BRACE_RE = re.compile(r"\\(?:boxed|fbox)\s*\{|\\[{}]|[{}]")
@@ -283,18 +369,35 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         k0 = len(boxes) - len(run)
         first = boxes[k0][0]
         ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
+        if is_reference:  # a reference's words are the data set's, not a hedge ("x = 1/5, or \\boxed{20} percent")
+            return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
+                             [x.strip() for x in run] if len(run) > 1 else [])
+        if any(_RUN_CUE_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1)):
+            return Extracted(None, how="hedged boxes")  # "\\boxed{5} if n is even and \\boxed{7} otherwise"
+        if _BOX_CUE_RE.search(_clause_before(text, first)):
+            # "not \\boxed{5}", "x \\ge \\boxed{5}": the box is ruled out or bounded; "\\boxed{7}, not \\boxed{5}" means 7
+            between = re.sub(r"\$|\\[()\[\]]", "", text[boxes[k0 - 1][1] : first]) if k0 > 0 and len(run) == 1 else ""
+            if not between or not _NEG_JOIN_RE.fullmatch(between):
+                return Extracted(None, how="negated or bounded box")
+            prev = boxes[k0 - 1]
+            return Extracted(prev[2].strip(), None, "boxed", [b[2] for b in boxes], text[max(0, prev[0] - 60) : prev[0]],
+                             alts=_alternatives_after(text, boxes[-1][1]))
         return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
-                         [x.strip() for x in run] if len(run) > 1 else [])
+                         [x.strip() for x in run] if len(run) > 1 else [], alts=_alternatives_after(text, boxes[-1][1]))
     if markers:
         m = markers[-1]
         seg = _sentence(_clean_segment(text[m.end() :]))
         if seg:
             # "The volume of $X$ is 120": keep what follows the last ' is '
+            sent_at = text.find(seg, m.end()) if not is_reference else -1
+            alts = _alternatives_after(text, sent_at + len(seg)) if sent_at >= 0 else []
             plain = _sub_math(seg, lambda inner: " ")
             if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _is_one_block(seg.strip()):
                 tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
                 seg = tail.strip()
-            return Extracted(unwrap_math(seg).strip(" .\"'"), how="phrase", lead=text[max(0, m.end() - 60) : m.end()])
+            ans = unwrap_math(seg).strip(" .\"'")
+            ans, hedge = _unhedged(ans) if not is_reference else (ans, False)
+            return Extracted(ans, how="phrase", lead=text[max(0, m.end() - 60) : m.end()], hedged=hedge, alts=alts)
     stripped = text.strip()
     if not stripped:
         return Extracted(None, how="empty")
@@ -305,6 +408,8 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
         bare = unwrap_math(stripped).rstrip(" .")
         if not is_reference:
             bare = _LEAD_WORD.sub("", bare, count=1)  # "So x > 2", "Thus $x = 3$"
+            bare, hedge = _unhedged(bare)
+            return Extracted(bare, how="bare", hedged=hedge)
         return Extracted(bare, how="bare")
     if fallback == "none":
         return Extracted(None, how="no final answer")
@@ -329,7 +434,18 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     if not cands:
         return Extracted(None, how="no final answer")
     end, ans, how, start = max(cands, key=lambda c: (c[0], c[2] == "last math block"))
-    return Extracted(ans, how=how, lead=text[max(0, start - 60) : start])
+    if _HEDGE_RE.search(_clause_before(text, start)):
+        return Extracted(None, how=f"hedged {how}")  # "I get 7, not 5.", "it is 5 or 7", "at least 12"
+    return Extracted(ans, how=how, lead=text[max(0, start - 60) : start], hedged=hedged(ans),
+                     alts=_alternatives_after(text, end))
+
+
+def _unhedged(ans: str) -> tuple[str, bool]:
+    """A phrase or bare answer and whether it hedges; '7, not 5' is read as '7' (not hedged)."""
+    if not hedged(ans):
+        return ans, False
+    kept = _negated_tail(ans)
+    return (kept, False) if kept is not None else (ans, True)
 
 
 _OR_ONLY = re.compile(r"\s*,?\s*(?:or|\\text\{\s*or\s*\})\s*", re.I)

@@ -178,6 +178,21 @@ _NUMSET_ARG = re.compile(r"\s*\{\s*([RZNQC])\s*\}|\s+([RZNQC])(?![A-Za-z])")
 PERCENT_WORDS = {"percent", "pct", "percentage", "percents"}
 DEGREE_WORDS = {"degree", "degrees", "deg"}
 SEP_WORDS = {"and", "or"}
+# multiplier words after a quantity scale it ("2 million" = 2000000, "3 dozen" = 36); without this
+# they would be dropped as unit words and "2 million" would equal 2. Single letters (k, M, B) stay
+# variables: "2k" is 2k, not 2000.
+MULTIPLIERS = {
+    "hundred": 10**2, "thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
+    "quadrillion": 10**15, "dozen": 12, "lakh": 10**5, "crore": 10**7, "bn": 10**9, "mln": 10**6, "bln": 10**9,
+}
+MULTIPLIERS |= {w + "s": v for w, v in list(MULTIPLIERS.items()) if len(w) > 3}
+# words that turn a number into a bound or a hedge: never dropped as unit words after it
+# ("5 \\text{ or more}", "5 at most", "12 \\text{ not } 7" are not 5 / 12)
+HEDGE_WORDS = {
+    "or", "nor", "not", "no", "either", "neither", "more", "less", "fewer", "least", "most", "than", "maybe",
+    "perhaps", "possibly", "probably", "except", "unless", "if", "between", "above", "below", "up", "over", "under",
+    "approximately", "about", "roughly", "around", "nearly", "almost", "wrong", "incorrect", "isn",
+}
 CONST_WORDS = {"pi": sp.pi, "oo": sp.oo, "inf": sp.oo, "infty": sp.oo, "infinity": sp.oo}
 FUNC_LETTERS = set("fghFGHWPQ")
 # two-letter unit symbols read as units when glued to a number (10cm, 5kg); single letters (m, g, s)
@@ -728,9 +743,18 @@ class Parser:
         return False
 
     def skip_units(self, left):
-        """Drop unit words after a quantity (and a ^2 on them); handle percent/degree words."""
+        """Drop unit words after a quantity (and a ^2 on them); handle percent/degree and multiplier words."""
         while True:
             t = self.t
+            mult = _multiplier(t) if isinstance(left, Q) and not isinstance(left.e, sp.MatrixBase) else None
+            if mult is not None:
+                value, rest = mult
+                self.next()
+                left = Q(_check_size(left.e * value), left.approx, left.pct, left.deg)
+                if rest:  # \text{ million dollars}: the words after the multiplier are units
+                    self.unit_words.append(rest.lower().rstrip("."))
+                    self.units_seen = True
+                continue
             if t.kind == "op" and t.val == "%":
                 self.next()
                 left = _mark(left, pct=True)
@@ -740,7 +764,8 @@ class Parser:
             elif t.kind == "word" and t.val in DEGREE_WORDS:
                 self.next()
                 left = _mark(left, deg=True)
-            elif (t.kind == "word" and t.val not in FUNCS and t.val not in CONST_WORDS and t.val not in SEP_WORDS) or (
+            elif (t.kind == "word" and t.val not in FUNCS and t.val not in CONST_WORDS and t.val not in SEP_WORDS
+                  and t.val.lower() not in HEDGE_WORDS) or (
                 t.kind == "text" and _is_unit_text(t.val)
             ):
                 txt = t.val.strip()
@@ -1173,9 +1198,10 @@ class Parser:
             return Text(v)
         if k == "text":
             txt = v.strip()
-            m = re.fullmatch(r"[-+]?(\d+(\.\d+)?|\.\d+)", txt)
-            if m:
-                return Q(sp.Rational(txt), approx="." in txt)
+            m = re.fullmatch(r"([-+]?(?:\d+(?:\.\d+)?|\.\d+))(?:\s+([A-Za-z]+))?", txt)
+            if m and (m.group(2) is None or m.group(2).lower() in MULTIPLIERS):
+                scale = MULTIPLIERS[m.group(2).lower()] if m.group(2) else 1
+                return Q(sp.Rational(m.group(1)) * scale, approx="." in txt)  # \\text{12}, \\text{2 million}
             if not txt:
                 raise ParseError("empty text")
             return Text(txt)
@@ -1328,11 +1354,26 @@ _NON_ATOM_CMDS = {
 } | set(REL_CMDS)
 
 
+def _multiplier(t: Tok) -> tuple[int, str] | None:
+    """A multiplier word token ("million"), or a unit text that starts with one ("\\text{ million people}"):
+    (its value, the words after it); else None."""
+    if t.kind == "word":
+        v = MULTIPLIERS.get(t.val.lower())
+        return None if v is None else (v, "")
+    if t.kind == "text" and _is_unit_text(t.val):
+        first, _, rest = t.val.strip().partition(" ")
+        v = MULTIPLIERS.get(first.lower().rstrip("."))
+        return None if v is None else (v, rest.strip())
+    return None
+
+
 def _is_unit_text(s: str) -> bool:
     s = s.strip()
     if not s:
         return False
-    return bool(re.fullmatch(r"[A-Za-z][A-Za-z .²³/]*(\^?\{?[23]\}?)?\.?", s)) and s.lower() not in SEP_WORDS
+    if not re.fullmatch(r"[A-Za-z][A-Za-z .²³/]*(\^?\{?[23]\}?)?\.?", s) or s.lower() in SEP_WORDS:
+        return False
+    return not any(w in HEDGE_WORDS for w in re.findall(r"[a-z]+", s.lower()))
 
 
 def _mark(v, pct: bool = False, deg: bool = False):
