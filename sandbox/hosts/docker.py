@@ -184,11 +184,12 @@ class DockerHost(Host):
             # none), mode 1733: a job finds only the names it made; cleaned after each job. With
             # slot_shm each slot's keeper mounts one of its own over it (the runner's own is unused).
             # Each slot's scratch is a tmpfs of its own: one job filling it (bytes or inodes)
-            # gives no other ENOSPC, and its clean-up is bounded by its inode count.
+            # gives no other ENOSPC, and its clean-up is bounded by its inode count. exec: a build
+            # the compile cache does not take (too large, no room) runs from there, as under bwrap.
             "tmpfs": {
                 "/scratch": f"rw,nosuid,nodev,size={self.tmp_mb}m,nr_inodes=4096,mode=755",
                 **{
-                    f"/scratch/sbx/s{k}": f"rw,nosuid,nodev,size={self.scratch_mb}m,"
+                    f"/scratch/sbx/s{k}": f"rw,exec,nosuid,nodev,size={self.scratch_mb}m,"
                                           f"nr_inodes={self.scratch_inodes},mode=700"
                     for k in range(self.slots)
                 },

@@ -20,7 +20,7 @@ import sys
 import types
 from importlib.machinery import SourceFileLoader  # imported here, once: in a candidate it costs ~1 ms
 
-from . import codec, framing, limits
+from . import codec, compileview, framing, limits
 
 _template_ready = False
 _template_scratch: str | None = None
@@ -341,6 +341,12 @@ def _execve(ctrl: socket.socket, msg: dict) -> None:
     sends (nothing of the program has run yet), then exec; the kernel's exit status is what
     the supervisor reads. Returns never."""
     _runtime_limits(msg)
+    if msg.get("compile_view"):
+        try:
+            compileview.restrict_reads()  # /dev holds only null, zero and urandom for a compiler
+        except OSError as exc:  # the compiler does not run without its view: ours, not the source's
+            os.write(2, f"runner: {compileview.FAILED}: {exc}\n".encode())
+            os._exit(compileview.FAILED_EXIT)
     framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
     ctrl.close()
     argv = msg["argv"]

@@ -17,18 +17,22 @@ import hashlib
 import os
 import resource
 import socket
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import languages, limits, spawner
-from .children import READ, WRITE, Candidate, Children, OutputMeter, close_fd
-from .compile_cache import CompileCache
+from . import compileview, languages, limits, spawner
+from .children import READ, WRITE, Candidate, Children, InfraFailure, OutputMeter, close_fd
+from .compile_cache import BuildDir, CompileCache, Entry, remove_entry_at
 from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
 from .languages import Language, harness, pch
 from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin, feed_stdin
 
 COMPILE_TIMEOUT_S = 20.0
+COMPILE_WALL_MARGIN_S = 2.0  # a compile's wall-clock limit: its CPU limit plus this
+COMPILE_IDLE_S = 4.0  # a compile whose processes use no CPU this long is cut (blocked on a read)
+BLOCKED = "the compiler used no CPU"  # how such a cut's message starts
 COMPILE_OUTPUT_BYTES = 1 << 20  # what a compiler may print before it is stopped
 COMPILE_KEEP_BYTES = 16 << 10  # what of it is kept for the answer
 COMPILE_FSIZE_MB = 128
@@ -78,6 +82,56 @@ class Limits:
     nofile: int
     stack_mb: int = 0
     wall_factor: float = 1.0  # the wall-clock backstop, as a multiple of timeout_s (CPU time)
+    wall_margin_s: float | None = None  # instead: a wall-clock limit of timeout_s + this (a compile's)
+    idle_s: float = 0.0  # cut the process after this long without CPU (0: never; a compile's)
+    compile_view: bool = False  # a compiler: reads only the files it needs, /dev only null, zero, urandom
+
+
+class CompileClock(TestClock):
+    """A compile's limits: `limit_s` of CPU, a wall clock of `limit_s + margin_s` (a compiler
+    that waits is not a program that sleeps: no 3x backstop), and where `idle_s` is set, a cut
+    once the compile's processes have used no CPU for that long (a read of a pipe or a device
+    that never answers)."""
+
+    POLL_S = 0.25
+
+    def __init__(self, limit_s: float, margin_s: float, idle_s: float, started: float,
+                 cpu_at_start: float | None) -> None:
+        super().__init__(limit_s, 1.0, started, cpu_at_start)
+        self.wall_s = self.hard_s = limit_s + margin_s
+        self.idle_s = idle_s
+        self.last_cpu = cpu_at_start
+        self.last_progress = started
+        self.idle = False
+
+    @property
+    def first_check(self) -> float:
+        return self.started + self.POLL_S
+
+    def check(self, now: float, cpu_now: float | None, delay_now: float | None = None) -> tuple[str, float]:
+        if cpu_now is not None and self.cpu_at_start is not None:
+            self.used = cpu_now - self.cpu_at_start
+            if self.used >= self.limit_s:
+                return "cpu", now
+            if self.last_cpu is None or cpu_now > self.last_cpu:
+                self.last_cpu, self.last_progress = cpu_now, now
+            elif self.idle_s and now - self.last_progress >= self.idle_s:
+                self.idle = True
+                return "wall", now
+        if now >= self.started + self.wall_s:
+            return "wall", now
+        return "", min(self.started + self.wall_s, now + self.POLL_S)
+
+    def message(self, which: str) -> str:
+        if self.idle:
+            return f"{BLOCKED} for {self.idle_s:g} s (it waits on a read that never ends)"
+        return super().message(which)
+
+
+def make_clock(lim: Limits, started: float, cpu_at_start: float | None) -> TestClock:
+    if lim.wall_margin_s is None:
+        return TestClock(lim.timeout_s, lim.wall_factor, started, cpu_at_start)
+    return CompileClock(lim.timeout_s, lim.wall_margin_s, lim.idle_s, started, cpu_at_start)
 
 
 def set_runtime_limits(pid: int, lim: Limits) -> None:
@@ -102,14 +156,14 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
     t0 = time.monotonic()
     # as for Python scripts: the limit is the CPU its processes use, the wall clock a backstop
     uid = ch.c_uid if limits.can_switch_uid() else None
-    clock = TestClock(lim.timeout_s, lim.wall_factor, t0, tree_cpu_s(c.pid, uid))
+    clock = make_clock(lim, t0, tree_cpu_s(c.pid, uid))
     before = {k: len(v) for k, v in meter.kept.items()}
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
     rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
           "nofile": lim.nofile}
     msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
-    msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
+    msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb, compile_view=lim.compile_view)
     set_runtime_limits(c.pid, lim)
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
@@ -310,7 +364,9 @@ def job_env(lang: Language, scratch: str) -> dict[str, str]:
 
 @dataclass
 class Build:
-    """How the build went: ok (the artifact is in `art`), else a compile error with output."""
+    """How the build went: ok (the artifact is in `art`), else a compile error with output.
+    `entry` is the cache entry the job holds while it runs the artifact (None where the
+    artifact is in the job's own scratch, or there is none)."""
 
     ok: bool
     art: str = ""
@@ -321,10 +377,17 @@ class Build:
     stderr: str = ""
     time_s: float = 0.0
     message: str = ""
+    entry: Entry | None = None
 
     def frame(self) -> dict:
         return {"ok": self.ok, "cache": self.cache, "status": self.status, "return_code": self.return_code,
                 "stdout": self.stdout, "stderr": self.stderr, "time_s": self.time_s}
+
+    def release(self) -> None:
+        """The job's last test has ended: its cache entry may be evicted again."""
+        if self.entry is not None:
+            self.entry.release()
+            self.entry = None
 
 
 def build(ch: Children, lang: Language, program: str, scratch: str, msg: dict, extra: bytes = b"") -> Build:
@@ -334,69 +397,154 @@ def build(ch: Children, lang: Language, program: str, scratch: str, msg: dict, e
     values = {"src": src, "out": OUT_DIR, "pch": pch_flags(), "pchlib": pch_archive(), "ld": linker_flags(),
               "main": lang.entry_name(program)}
     argv = lang.argv(lang.compile, **values) if lang.compile else [lang.name]
-    key = languages.cache_key(lang, argv, program, extra)
+    key = cache.key(languages.cache_key(lang, argv, program, extra))
     found = cache.get(key)
     if found is not None:
-        return _from_cache(cache, key, found, "hit")
+        return _from_cache(found, "hit")
     lim = msg["limits"]
     timeout = float(lim.get("compile_timeout_s") or COMPILE_TIMEOUT_S)
-    with cache.building(key, timeout + 5) as waited:
+    with cache.building(key, timeout + COMPILE_WALL_MARGIN_S + 5) as waited:
         found = cache.get(key)
         if found is not None:
-            return _from_cache(cache, key, found, "merged" if waited else "hit")
-        if lang.compile is None:  # the source is what runs
-            why = cache.put(key, {"ok": True}, files={src: program.encode("utf-8", "surrogateescape")})
-            return Build(ok=not why, art=cache.path(key), cache="none", message=why)
-        return _compile(ch, cache, key, lang, argv, program, src, scratch, lim, timeout)
+            return _from_cache(found, "merged" if waited else "hit")
+        scratch_fd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            if lang.compile is None:  # the source is what runs
+                b = Build(ok=True, cache="none")
+                _keep(cache, key, {"ok": True}, None, {src: program.encode("utf-8", "surrogateescape")}, b,
+                      scratch, scratch_fd, _uid(ch))
+                return b
+            return _compile(ch, cache, key, lang, argv, program, src, scratch, scratch_fd, lim, timeout)
+        finally:
+            os.close(scratch_fd)
 
 
-def _from_cache(cache: CompileCache, key: str, found: dict, how: str) -> Build:
-    b = Build(ok=bool(found.get("ok")), art=cache.path(key), cache=how)
+def _from_cache(entry: Entry, how: str) -> Build:
+    b = Build(ok=bool(entry.result.get("ok")), art=entry.path, cache=how, entry=entry)
     for k in ("status", "return_code", "stdout", "stderr", "time_s", "message"):
-        if k in found:
-            setattr(b, k, found[k])
+        if k in entry.result:
+            setattr(b, k, entry.result[k])
+    if not b.ok:  # a stored compile error: nothing of it is run
+        b.release()
     return b
+
+
+def _uid(ch: Children) -> int | None:
+    return ch.c_uid if limits.can_switch_uid() else None
+
+
+def _write_source(scratch_fd: int, src: str, program: str, uid: int | None) -> None:
+    """The source, written by root in the job's scratch without following a link the job left."""
+    remove_entry_at(scratch_fd, src)
+    fd = os.open(src, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=scratch_fd)
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as f:
+            f.write(program.encode("utf-8", "surrogateescape"))
+        if uid is not None:
+            os.fchown(fd, uid, uid)
+    finally:
+        os.close(fd)
 
 
 def _compile(ch: Children, cache: CompileCache, key: str, lang: Language, argv: list[str], program: str, src: str,
-             scratch: str, lim: dict, timeout: float) -> Build:
-    uid = ch.c_uid if limits.can_switch_uid() else None
-    out_dir = os.path.join(scratch, OUT_DIR)
-    with open(os.path.join(scratch, src), "wb") as f:
-        f.write(program.encode("utf-8", "surrogateescape"))
-    os.mkdir(out_dir, 0o700)
-    if uid is not None:
-        os.chown(os.path.join(scratch, src), uid, uid)
-        os.chown(out_dir, uid, uid)
-    data_mb = max(lang.compile_memory_mb, int(lim["memory_mb"]))
-    plim = Limits(timeout_s=timeout, data_mb=data_mb, as_mb=data_mb + lang.compile_reserve_mb,
-                  nproc=max(lang.compile_nproc, int(lim["nproc"])), fsize_mb=COMPILE_FSIZE_MB, nofile=256,
-                  wall_factor=wall_factor_of(lim))
-    job_meter = ch.meter
-    ch.meter = OutputMeter(COMPILE_OUTPUT_BYTES, COMPILE_KEEP_BYTES)
+             scratch: str, scratch_fd: int, lim: dict, timeout: float) -> Build:
+    uid = _uid(ch)
+    _write_source(scratch_fd, src, program, uid)
+    out = BuildDir.make(scratch_fd, OUT_DIR, uid)
     try:
-        end = run_process(ch, argv, job_env(lang, scratch), "", scratch, plim)
+        data_mb = max(lang.compile_memory_mb, int(lim["memory_mb"]))
+        # the wall clock close to the CPU limit, and a compile that uses no CPU for a while is cut:
+        # a compiler blocked on a read (a pipe, a device) holds its slot seconds, not a 3x backstop
+        plim = Limits(timeout_s=timeout, data_mb=data_mb, as_mb=data_mb + lang.compile_reserve_mb,
+                      nproc=max(lang.compile_nproc, int(lim["nproc"])), fsize_mb=COMPILE_FSIZE_MB, nofile=256,
+                      wall_margin_s=COMPILE_WALL_MARGIN_S, idle_s=COMPILE_IDLE_S if uid is not None else 0.0,
+                      compile_view=True)
+        job_meter = ch.meter
+        ch.meter = OutputMeter(COMPILE_OUTPUT_BYTES, COMPILE_KEEP_BYTES)
+        try:
+            end = run_process(ch, argv, job_env(lang, scratch), "", scratch, plim)
+        finally:
+            ch.meter = job_meter
+        b = Build(ok=end.status == "finished" and end.exit == 0, cache="miss", status=end.status,
+                  return_code=end.exit, time_s=end.time_s, message=end.message,
+                  stdout=end.stdout.decode("utf-8", "replace"), stderr=end.stderr.decode("utf-8", "replace"))
+        if end.status == "memory" or (not b.ok and _says_oom(lang, end.stderr)):
+            b.status = "memory"
+        # a compile that blocked without CPU is the source's doing (it reads a pipe or a device):
+        # stored like a compile error, so identical items waiting on this build do not each block in turn
+        blocked = end.status == "timeout" and end.message.startswith(BLOCKED)
+        deterministic = b.ok or blocked or (end.status in ("finished", "error") and end.exit is not None
+                                            and end.exit > 0 and b.status != "memory")
+        if end.exit == compileview.FAILED_EXIT and compileview.FAILED.encode() in end.stderr:
+            raise InfraFailure(f"a compiler could not be started: {compileview.FAILED}")
+        if b.ok and not out.intact():  # only compile-time code could have done it: never trusted
+            b.ok, b.status, deterministic = False, "error", False
+            b.stderr += "[runner] the build directory was replaced during the compile\n"
+        result = {"ok": b.ok, "status": b.status, "return_code": b.return_code, "stdout": b.stdout,
+                  "stderr": b.stderr, "time_s": b.time_s, "message": b.message}
+        if b.ok:
+            kept = {src: program.encode("utf-8", "surrogateescape")} if lang.keep_source else None
+            _keep(cache, key, result, out, kept, b, scratch, scratch_fd, uid)
+        elif deterministic:  # a compile error is an answer too: the next identical source gets it
+            entry, _why = cache.put(key, result)
+            if entry is not None:
+                entry.release()
+        return b
     finally:
-        ch.meter = job_meter
-    b = Build(ok=end.status == "finished" and end.exit == 0, cache="miss", status=end.status,
-              return_code=end.exit, time_s=end.time_s, message=end.message,
-              stdout=end.stdout.decode("utf-8", "replace"), stderr=end.stderr.decode("utf-8", "replace"))
-    if end.status == "memory" or (not b.ok and _says_oom(lang, end.stderr)):
-        b.status = "memory"
-    deterministic = b.ok or (end.status in ("finished", "error") and end.exit is not None and end.exit > 0
-                             and b.status != "memory")
-    result = {"ok": b.ok, "status": b.status, "return_code": b.return_code, "stdout": b.stdout,
-              "stderr": b.stderr, "time_s": b.time_s, "message": b.message}
-    if b.ok:
-        kept = {src: program.encode("utf-8", "surrogateescape")} if lang.keep_source else None
-        why = cache.put(key, result, build_dir=out_dir, files=kept)
-        if why:
-            b.ok, b.status, b.stderr = False, "error", b.stderr + f"[runner] {why}\n"
-        b.art = cache.path(key)
-    elif deterministic:
-        cache.put(key, result)  # a compile error is an answer too: the next identical source gets it
-    limits.remove_tree(out_dir)
-    return b
+        out.close()
+        with contextlib.suppress(OSError):  # gone already where the job runs its build from its scratch
+            remove_entry_at(scratch_fd, OUT_DIR)
+
+
+ART_SUFFIX = ".art"  # the job's own artifact directory, where the cache did not take its build
+
+
+def _keep(cache: CompileCache, key: str, result: dict, out: BuildDir | None, kept: dict[str, bytes] | None,
+          b: Build, scratch: str, scratch_fd: int, uid: int | None) -> None:
+    """Store a good build and point `b` at it; where the cache will not take it (too large, no
+    room nobody holds), the job runs it from its own scratch instead."""
+    entry, why = cache.put(key, result, build=out, files=kept)
+    if entry is not None:
+        b.art, b.entry = entry.path, entry
+        return
+    name = OUT_DIR + ART_SUFFIX
+    remove_entry_at(scratch_fd, name)
+    if out is None:
+        os.mkdir(name, 0o700, dir_fd=scratch_fd)
+    else:
+        os.rename(out.name, name, src_dir_fd=scratch_fd, dst_dir_fd=scratch_fd)  # checked intact above
+    # as a cache entry is: root's, 0755, one level of regular files (the job's processes are gone,
+    # and each name is opened from the directory's fd without following a link), so no test of
+    # the job can change the program the next test runs
+    fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=scratch_fd)
+    try:
+        for fname, content in (kept or {}).items():
+            remove_entry_at(fd, fname)
+            wfd = os.open(fname, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=fd)
+            with os.fdopen(wfd, "wb") as f:
+                f.write(content)
+        for fname in os.listdir(fd):
+            try:
+                ffd = os.open(fname, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+            except OSError:
+                ffd = -1
+            try:
+                if ffd < 0 or not stat.S_ISREG(os.fstat(ffd).st_mode):
+                    remove_entry_at(fd, fname)  # a link, a directory, a device: no part of a build we run
+                    continue
+                if uid is not None:
+                    os.fchown(ffd, os.geteuid(), os.getegid())
+                os.fchmod(ffd, 0o755)
+            finally:
+                if ffd >= 0:
+                    os.close(ffd)
+        if uid is not None:
+            os.fchown(fd, os.geteuid(), os.getegid())
+        os.fchmod(fd, 0o755)
+    finally:
+        os.close(fd)
+    b.art = os.path.join(scratch, name)
+    b.message = (b.message + "; " if b.message else "") + f"not cached ({why}): run from the job's scratch"
 
 
 def _says_oom(lang: Language, stderr: bytes) -> bool:
@@ -443,6 +591,7 @@ class CompiledRun(StdioRun):
         self.built: Build | None = None
         self.launcher: Launcher | None = None
         self.shared: harness.SharedProcess | None = None
+        self.harness_built: Build | None = None
 
     def prepare(self) -> None:
         if not self.error:
@@ -455,7 +604,7 @@ class CompiledRun(StdioRun):
         lang, b = self.lang, self.built
         if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program):
             return None
-        h = build(self.ch, harness.built_as(lang), harness.source(lang), self.scratch, self.msg)
+        h = self.harness_built = build(self.ch, harness.built_as(lang), harness.source(lang), self.scratch, self.msg)
         if not h.ok:
             return None
         mem = str(int(self.lim["memory_mb"]))
@@ -501,6 +650,9 @@ class CompiledRun(StdioRun):
         if self.launcher is not None:
             self.launcher.close()
             self.launcher = None
+        for b in (self.built, self.harness_built):  # the job's last test has ended
+            if b is not None:
+                b.release()
 
     def answer(self) -> dict:
         done = super().answer()
@@ -516,7 +668,7 @@ def _compile_message(b: Build | None) -> str:
     if b is None:
         return "not built"
     if b.status == "timeout":
-        return "compile error: the compiler ran out of time"
+        return "compile error: the compiler ran out of time" + (f" ({b.message})" if b.message else "")
     if b.status == "memory":
         return "compile error: the compiler ran out of memory"
     text = (b.stderr or b.stdout or b.message).strip()
@@ -560,6 +712,10 @@ class CompiledExecRun(ExecRun):
         if self.built is not None:
             done["compile"] = self.built.frame()
         return done
+
+    def stop(self) -> None:
+        if self.built is not None:
+            self.built.release()
 
 
 def _files_digest(msg: dict) -> bytes:

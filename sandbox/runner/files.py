@@ -4,6 +4,10 @@ Both directions take what the client sent as untrusted too (the server validates
 well; the runner must be safe on its own): a malformed entry is the job's error, named by its
 index, never an exception in the supervisor. Fetched files are read once per normalised
 path, refusing links, and within one total size cap.
+
+Root works in a tree the job owns here, so every path is walked from the scratch directory's
+fd one component at a time, each directory opened O_NOFOLLOW | O_DIRECTORY and each file
+O_NOFOLLOW: a link the job made anywhere on the path is refused, never followed.
 """
 
 from __future__ import annotations
@@ -58,7 +62,7 @@ def write_all(scratch: str, files: object, uid: int | None) -> str:
             if not isinstance(f, dict):
                 raise FileError("entry is not an object")
             path = _relative(scratch, f.get("path"))
-            _write(path, _decode(f.get("content_b64")), uid)
+            _write(scratch, path, _decode(f.get("content_b64")), uid)
         except FileError as exc:
             return f"files[{i}]: {exc}"
         except OSError as exc:
@@ -68,13 +72,40 @@ def write_all(scratch: str, files: object, uid: int | None) -> str:
     return ""
 
 
-def _write(path: str, data: bytes, uid: int | None) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _walk(scratch: str, path: str, make: bool) -> tuple[int, str]:
+    """The fd of `path`'s directory (walked from `scratch` without following a link, made
+    where `make` and missing) and its last component; the caller closes the fd."""
+    parts = os.path.relpath(path, scratch).split("/")
+    fd = os.open(scratch, DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            if make:
+                try:
+                    os.mkdir(part, 0o755, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def _write(scratch: str, path: str, data: bytes, uid: int | None) -> None:
+    dir_fd, name = _walk(scratch, path, make=True)
+    try:
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
-    if uid is not None:
-        os.chown(path, uid, uid)
+        if uid is not None:
+            os.fchown(f.fileno(), uid, uid)
 
 
 def fetch_all(scratch: str, rels: object, cap: int) -> tuple[dict[str, bytes], list[str]]:
@@ -96,7 +127,7 @@ def fetch_all(scratch: str, rels: object, cap: int) -> tuple[dict[str, bytes], l
             continue
         seen.add(path)
         key = os.path.relpath(path, scratch)
-        data, why = _read(path, left)
+        data, why = _read(scratch, path, left)
         if data is None:
             if why:
                 notes.append(f"fetch_files[{i}]: {key!r} {why}")
@@ -106,15 +137,19 @@ def fetch_all(scratch: str, rels: object, cap: int) -> tuple[dict[str, bytes], l
     return out, notes
 
 
-def _read(path: str, most: int) -> tuple[bytes | None, str]:
-    """A regular file's bytes, refusing links out of the scratch directory (and anything
-    that is not a regular file); None and why when it is not fetched."""
-    if os.path.realpath(path) != path:
-        return None, "is reached through a link"
+def _read(scratch: str, path: str, most: int) -> tuple[bytes | None, str]:
+    """A regular file's bytes, refusing a link anywhere on its path (and anything that is not
+    a regular file); None and why when it is not fetched."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return None, ""  # not there: nothing to say (as before)
+        dir_fd, name = _walk(scratch, path, make=False)
+    except OSError as exc:
+        return None, ("is reached through a link" if exc.errno == errno.ELOOP else "")
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError as exc:
+        return None, ("is reached through a link" if exc.errno == errno.ELOOP else "")  # not there: nothing to say
+    finally:
+        os.close(dir_fd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

@@ -10,7 +10,7 @@ import time
 
 from reward_server.grading.code import extract_code
 from sandbox.runner import languages
-from sandbox.runner.compile_cache import CompileCache
+from sandbox.runner.compile_cache import BuildDir, CompileCache
 from sandbox.runner.languages.table import CPP, JAVA, TABLE
 
 
@@ -50,27 +50,31 @@ def test_cache_key_covers_language_flags_source_and_files():
 
 def test_cache_entries_are_whole_and_root_owned(tmp_path):
     cache = CompileCache(str(tmp_path / "c"))
-    build = tmp_path / "build"
-    build.mkdir()
-    (build / "main").write_bytes(b"\x7fELF...")
-    os.symlink("/etc/passwd", build / "link")  # a link in a build is never copied
-    (build / "sub").mkdir()
+    (tmp_path / "scratch").mkdir()
+    scratch = os.open(tmp_path / "scratch", os.O_RDONLY | os.O_DIRECTORY)
+    build = BuildDir.make(scratch, "build", None)
+    (tmp_path / "scratch" / "build" / "main").write_bytes(b"\x7fELF...")
+    os.symlink("/etc/passwd", tmp_path / "scratch" / "build" / "link")  # a link in a build is never copied
+    (tmp_path / "scratch" / "build" / "sub").mkdir()
     assert cache.get("k1") is None
-    assert cache.put("k1", {"ok": True}, build_dir=str(build)) == ""
-    assert cache.get("k1") == {"ok": True}
+    entry, why = cache.put("k1", {"ok": True}, build=build)
+    assert why == "" and entry.result == {"ok": True}
+    assert cache.get("k1").result == {"ok": True}
     assert sorted(os.listdir(cache.path("k1"))) == ["main", "result.json"]
     assert oct(os.stat(cache.root).st_mode & 0o777) == "0o711"
-    assert not [n for n in os.listdir(cache.root) if n.startswith(".")]  # no half-made entry left
+    # no half-made entry left (the key file and the store lock are the cache's own files)
+    assert not [n for n in os.listdir(cache.root) if n.startswith(".") and os.path.isdir(cache.path(n))]
 
 
 def test_cache_evicts_least_recently_used(tmp_path):
-    cache = CompileCache(str(tmp_path / "c"), max_bytes=3500)  # three entries fit, four do not
+    entry_bytes = 5 * 4096  # the directory, the file and result.json, each in pages with its inode
+    cache = CompileCache(str(tmp_path / "c"), max_bytes=3 * entry_bytes + 4096)  # three entries fit, four do not
     for i in range(3):
-        cache.put(f"k{i}", {"ok": True}, files={"a": b"x" * 1000})
+        cache.put(f"k{i}", {"ok": True}, files={"a": b"x" * 1000})[0].release()
         old = time.time() - 100 + i
         os.utime(cache.path(f"k{i}"), (old, old))
-    cache.get("k0")  # used now: k1 is the least recently used
-    cache.put("k3", {"ok": True}, files={"a": b"x" * 1000})
+    cache.get("k0").release()  # used now: k1 is the least recently used
+    cache.put("k3", {"ok": True}, files={"a": b"x" * 1000})[0].release()
     assert cache.get("k1") is None and cache.get("k0") is not None and cache.get("k3") is not None
 
 

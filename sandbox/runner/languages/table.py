@@ -47,8 +47,11 @@ JAVA = Language(
     source="{main}.java",
     entry=r"public\s+(?:final\s+|abstract\s+)*class\s+([A-Za-z_$][\w$]*)",
     main="Main",
+    # no code of the job's runs in the compiler: annotation processors off (javac would find them
+    # through META-INF/services on its default class path, the job's scratch), an explicit class
+    # path (the build's own output); the job's other sources are still found by -sourcepath
     compile=("javac", *(f"-J{f}" for f in JVM if not f.startswith("-Xlog")), "-J-Xmx512m", "-encoding", "UTF-8",
-             "-nowarn", "-d", "{out}", "{src}"),
+             "-nowarn", "-proc:none", "-cp", "{out}", "-sourcepath", ".", "-d", "{out}", "{src}"),
     run=("java", *JVM, "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{art}", "{main}"),
     # no attach listener: no agent loaded from outside could reach the harness's memory
     shared=("java", *JVM, "-XX:+DisableAttachMechanism", "-Xmx{heap_mb}m", "-Xms8m", "-cp", "{hart}", "VrHarness",
