@@ -86,7 +86,7 @@ class Limits(BaseModel):
     nofile: int = Field(64, ge=16, le=4096, description="open files per process")
     output_bytes: int = Field(16 << 20, ge=1024, le=64 << 20,
                               description="stdout+stderr per test before it is cut (stdio tests compare it as a stream)")
-    compile_timeout_s: float = Field(20.0, gt=0, le=60, description="wall-clock limit for building the program")
+    compile_timeout_s: float = Field(20.0, gt=0, le=60, description="CPU-time limit for building the program (its wall clock: this + 2 s; a compile idle for 4 s is cut)")
 
 Identifier = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=100)]
 
