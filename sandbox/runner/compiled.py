@@ -596,17 +596,19 @@ class CompiledRun(StdioRun):
     def prepare(self) -> None:
         if not self.error:
             self.built = build(self.ch, self.lang, self.program, self.scratch, self.msg)
+            self.keep_in_scratch(self.built.art)
             self.shared = self._shared_process()
 
     def _shared_process(self) -> harness.SharedProcess | None:
         """One process for the job's tests where the language has a harness and sharing is
         faithful for this program (languages/harness.py); None: a process per test."""
         lang, b = self.lang, self.built
-        if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program):
+        if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program, b.art):
             return None
         h = self.harness_built = build(self.ch, harness.built_as(lang), harness.source(lang), self.scratch, self.msg)
         if not h.ok:
             return None
+        self.keep_in_scratch(h.art)
         mem = str(int(self.lim["memory_mb"]))
         argv = lang.argv(lang.shared, art=b.art, hart=h.art, main=lang.entry_name(self.program), memory_mb=mem,
                          heap_mb=mem)

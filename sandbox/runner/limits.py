@@ -277,7 +277,7 @@ def empty_private_shm() -> None:
     except OSError:
         return
     for entry in entries:
-        _remove_any(os.path.join(_private_shm, entry))
+        remove_entry(os.path.join(_private_shm, entry))
 
 
 def remove_files_of(uids: set[int], roots: tuple[str, ...] | None = None) -> None:
@@ -378,7 +378,7 @@ def remove_tree(path: str) -> None:
                     continue
                 except OSError:
                     pass
-            _remove_any(entry)
+            remove_entry(entry)
         return
     try:
         os.rmdir(path)  # most jobs leave their scratch directory empty
@@ -387,10 +387,12 @@ def remove_tree(path: str) -> None:
         return
     except OSError:
         pass
-    _remove_any(path)
+    remove_entry(path)
 
 
-def _remove_any(path: str) -> None:
+def remove_entry(path: str) -> None:
+    """Delete one entry a job made (a file, a link itself, or a directory tree, never
+    following a link), whatever modes the job gave it."""
     try:
         if not os.path.isdir(path) or os.path.islink(path):
             os.unlink(path)

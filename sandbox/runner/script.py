@@ -10,6 +10,8 @@ nothing more comes).
 from __future__ import annotations
 
 import base64
+import contextlib
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -118,13 +120,23 @@ class StdioRun:
         self.syntax_ok, self.runs = True, False
         self.flags: set[str] = set()
         self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
+        self.keep: set[str] = set()  # names in the scratch that every test runs (a build not cached)
+
+    def keep_in_scratch(self, path: str) -> None:
+        """`path` (an artifact the tests run) stays in the scratch when it is reset between tests."""
+        if os.path.dirname(path.rstrip("/")) == self.scratch.rstrip("/"):
+            self.keep.add(os.path.basename(path.rstrip("/")))
 
     def prepare(self) -> None:
         pass
 
     def run(self) -> None:
         n, kept = len(self.cases), self.ch.meter.kept
+        scratch_times = _times(self.scratch)
         for i, case in enumerate(self.cases):
+            # each test starts from an empty scratch, as a fresh judge's would: nothing a
+            # test's run wrote (a file, a planted module, a mode) reaches the next test
+            reset_scratch(self.scratch, self.ch.c_uid, scratch_times, self.keep)
             mark = len(kept["stdout"])
             matcher = StdoutMatcher(case["stdout"], self.tol)
             self.ch.meter.sink = matcher.feed
@@ -251,6 +263,44 @@ def fit_frame(stdout: str, stderr: str, fetched: dict[str, str]) -> tuple[str, s
     while len(framing.encode_frame([stdout, stderr], errors="replace")) + rest > FRAME_ROOM:
         stdout, stderr, cut = stdout[: len(stdout) * 3 // 4], stderr[: len(stderr) * 3 // 4], True
     return stdout, stderr, cut
+
+
+def _times(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_atime_ns, st.st_mtime_ns
+
+
+def reset_scratch(scratch: str, uid: int, times: tuple[int, int] | None, keep: set[str] = frozenset()) -> None:
+    """The job's scratch back to the empty directory it was made as, between a job's tests,
+    once no program of the job runs (a shared harness process waits for its next input):
+    entries removed (never following a link), the mode, the times and any extended attribute
+    of the directory put back, and what the job's uid left in shared writable directories
+    removed. The directory itself stays (the cwd of a launcher or a harness process), and so do
+    the entries named in `keep` (the job's own build, where the cache did not take it)."""
+    if not keep and limits.is_mount(scratch) and limits.is_empty_fs(scratch):
+        pass  # one statvfs: the usual case
+    else:
+        try:
+            with os.scandir(scratch) as it:
+                entries = [e.path for e in it if e.name not in keep]
+        except OSError:
+            entries = []
+        for entry in entries:
+            limits.remove_entry(entry)
+    with contextlib.suppress(OSError):
+        os.chmod(scratch, 0o700)  # our own directory (its parent is not the job's): no link to follow
+    with contextlib.suppress(OSError):
+        for name in os.listxattr(scratch, follow_symlinks=False):
+            with contextlib.suppress(OSError):
+                os.removexattr(scratch, name, follow_symlinks=False)
+    if times is not None:
+        with contextlib.suppress(OSError):
+            os.utime(scratch, ns=times, follow_symlinks=False)
+    if limits.world_writable_dirs():
+        limits.remove_files_of({uid})
 
 
 def feed_stdin(ch: Children, c: Candidate) -> None:

@@ -41,6 +41,7 @@ import contextlib
 import os
 import re
 import resource
+import struct
 import time
 
 from .. import limits
@@ -68,9 +69,206 @@ def built_as(lang: Language) -> Language:
     return get({".java": "java", ".js": "javascript"}[os.path.splitext(lang.harness)[1]]) or lang
 
 
-def shareable(lang: Language, program: str) -> bool:
-    """Whether `program` may be served by the shared process (else a process per test)."""
-    return bool(lang.shared) and not (lang.shared_unsafe and re.search(lang.shared_unsafe, program))
+def shareable(lang: Language, program: str, art: str | None = None) -> bool:
+    """Whether `program` may be served by the shared process (else a process per test): its
+    source names nothing of `shared_unsafe` as its compiler reads it (Java: after javac's
+    unicode escapes), and, given the built classes `art` of a Java program, they reach no
+    JDK-wide state (`unsafe_class_refs`). A refused program runs a process per test, faithfully."""
+    if not lang.shared:
+        return False
+    java = lang.harness.endswith(".java")
+    text = java_source(program) if java else program
+    if lang.shared_unsafe and re.search(lang.shared_unsafe, text):
+        return False
+    return not (java and art is not None and unsafe_class_refs(art))
+
+
+_JAVA_ESCAPE = re.compile(r"(\\+)(u+)([0-9A-Fa-f]{4})")
+
+
+def java_source(program: str) -> str:
+    """The source as javac reads it (JLS 3.3): a backslash preceded by an even number of
+    backslashes, one or more `u`s and four hex digits is that character, anywhere in the file
+    (identifiers, imports, strings, comments), so `\\u0072eflect` is `reflect`."""
+
+    def one(m: re.Match[str]) -> str:
+        slashes = m.group(1)
+        if len(slashes) % 2 == 0:  # the last backslash is itself escaped: not an escape
+            return m.group(0)
+        return slashes[:-1] + chr(int(m.group(3), 16))
+
+    return _JAVA_ESCAPE.sub(one, program)
+
+
+# What a shared JVM cannot give a test of its own, by the internal names in a class's constant
+# pool: reflection and method handles (the harness's fields and frames), class loaders, native
+# code, processes, files, the network, and the JDK-wide state the harness does not put back
+# (security, logging, preferences, the intern pool, other threads and thread groups, the heap's
+# size). A class or member of these in any of the program's classes: a JVM per test.
+UNSAFE_PACKAGES = ("java/lang/reflect/", "java/lang/invoke/", "java/lang/instrument/", "java/lang/management/",
+                   "java/lang/module/", "java/nio/file/", "java/nio/channels/", "java/net/", "java/util/logging/",
+                   "java/util/prefs/", "java/security/", "java/rmi/", "java/sql/", "java/beans/", "javax/", "sun/",
+                   "jdk/", "com/sun/")
+UNSAFE_CLASSES = frozenset({
+    "java/lang/ClassLoader", "java/lang/Module", "java/lang/ModuleLayer", "java/lang/Process",
+    "java/lang/ProcessBuilder", "java/lang/ThreadGroup", "java/lang/SecurityManager", "java/lang/System$Logger",
+    "java/lang/ref/Cleaner", "java/io/File", "java/io/FileDescriptor", "java/io/FileInputStream",
+    "java/io/FileOutputStream", "java/io/FileReader", "java/io/FileWriter", "java/io/RandomAccessFile",
+    "java/io/Console", "java/util/ServiceLoader", "java/util/ResourceBundle",
+})
+SAFE_CLASSES = frozenset({"java/security/SecureRandom", "java/security/MessageDigest",
+                          "java/security/NoSuchAlgorithmException"})
+# Class entries javac writes for any lambda or string concatenation (InnerClasses, bootstraps:
+# their methods only as bootstrap methods, which `_class_refs` checks)
+BOOTSTRAP_CLASSES = frozenset({"java/lang/invoke/MethodHandles$Lookup", "java/lang/invoke/MethodHandles"})
+BOOTSTRAPS = frozenset({"java/lang/invoke/LambdaMetafactory", "java/lang/invoke/StringConcatFactory",
+                        "java/lang/runtime/ObjectMethods", "java/lang/runtime/SwitchBootstraps"})
+UNSAFE_MEMBERS = {
+    "java/lang/System": {"setSecurityManager", "getSecurityManager", "load", "loadLibrary", "inheritedChannel",
+                         "console", "getLogger"},
+    "java/lang/Runtime": {"exec", "load", "loadLibrary", "addShutdownHook", "removeShutdownHook", "totalMemory",
+                          "freeMemory"},
+    "java/lang/String": {"intern"},
+    "java/lang/Thread": {"getAllStackTraces", "enumerate", "getThreadGroup", "activeCount"},
+}
+# java/lang/Class: only what reads the class itself (getMethod, forName, getClassLoader... refused)
+CLASS_SAFE = frozenset({"getName", "getSimpleName", "getTypeName", "getCanonicalName", "getPackageName", "toString",
+                        "hashCode", "equals", "isInstance", "cast", "desiredAssertionStatus", "isArray", "isPrimitive",
+                        "isInterface", "isEnum", "isRecord", "getComponentType", "componentType", "arrayType",
+                        "isAssignableFrom", "getEnumConstants", "getModifiers", "getSuperclass"})
+ACC_NATIVE = 0x0100
+
+
+def unsafe_class_refs(art: str) -> str:
+    """What in the program's compiled classes under `art` (the compile cache's entry, read by
+    the supervisor) a shared JVM cannot give it; "" where nothing. Read from what the JVM will
+    load, so no spelling of the source (unicode escapes, `var`, a method reference) hides it."""
+    found = []
+    for root, _dirs, files in os.walk(art):
+        for name in files:
+            if name.endswith(".class"):
+                try:
+                    with open(os.path.join(root, name), "rb") as f:
+                        why = class_file_refs(f.read())
+                except OSError as exc:
+                    why = f"unreadable class {name}: {exc}"
+                if why:
+                    found.append(why)
+    return "; ".join(found)
+
+
+def class_file_refs(data: bytes) -> str:
+    """The first reference of one class file that a shared JVM cannot serve, "" where none;
+    a class file this cannot read counts as such a reference."""
+    try:
+        return _class_refs(data)
+    except (IndexError, ValueError, struct.error, UnicodeDecodeError) as exc:
+        return f"unreadable class file ({type(exc).__name__})"
+
+
+def _class_refs(data: bytes) -> str:
+    if data[:4] != b"\xca\xfe\xba\xbe":
+        raise ValueError("not a class file")
+    count = struct.unpack_from(">H", data, 8)[0]
+    pool: list[tuple] = [()] * count
+    at, i = 10, 1
+    while i < count:
+        tag = data[at]
+        if tag == 1:
+            n = struct.unpack_from(">H", data, at + 1)[0]
+            pool[i] = (1, data[at + 3:at + 3 + n].replace(b"\xc0\x80", b"\0").decode("utf-8", "surrogatepass"))
+            at += 3 + n
+        elif tag in (3, 4):
+            at += 5
+        elif tag in (5, 6):
+            at += 9
+            i += 1
+        elif tag in (7, 8, 16, 19, 20):
+            pool[i] = (tag, struct.unpack_from(">H", data, at + 1)[0])
+            at += 3
+        elif tag in (9, 10, 11, 12, 17, 18):
+            pool[i] = (tag, *struct.unpack_from(">HH", data, at + 1))
+            at += 5
+        elif tag == 15:
+            pool[i] = (15, data[at + 1], struct.unpack_from(">H", data, at + 2)[0])
+            at += 4
+        else:
+            raise ValueError(f"constant tag {tag}")
+        i += 1
+
+    def utf8(k: int) -> str:
+        if pool[k][0] != 1:
+            raise ValueError("not a name")
+        return pool[k][1]
+
+    def class_name(k: int) -> str:
+        if pool[k][0] != 7:
+            raise ValueError("not a class")
+        return utf8(pool[k][1])
+
+    this = class_name(struct.unpack_from(">H", data, at + 2)[0])
+    at += 6  # access flags, this class, super class
+    at += 2 + 2 * struct.unpack_from(">H", data, at)[0]  # interfaces
+    for members in ("field", "method"):
+        n = struct.unpack_from(">H", data, at)[0]
+        at += 2
+        for _ in range(n):
+            flags, name, desc, n_attrs = struct.unpack_from(">HHHH", data, at)
+            if members == "method" and flags & ACC_NATIVE:
+                return f"a native method in {this}"
+            if members == "method" and utf8(name) == "finalize" and utf8(desc) == "()V":
+                return f"a finalizer in {this}"  # it runs whenever a collection comes: in a later test
+            at += 8
+            for _ in range(n_attrs):
+                at += 6 + struct.unpack_from(">I", data, at + 2)[0]
+    bootstraps: list[int] = []
+    n_attrs = struct.unpack_from(">H", data, at)[0]
+    at += 2
+    for _ in range(n_attrs):
+        attr, size = struct.unpack_from(">HI", data, at)
+        if utf8(attr) == "BootstrapMethods":
+            b = at + 8
+            for _ in range(struct.unpack_from(">H", data, at + 6)[0]):
+                ref, n_args = struct.unpack_from(">HH", data, b)
+                bootstraps.append(ref)
+                b += 4 + 2 * n_args
+        at += 6 + size
+    allowed = set()
+    for ref in bootstraps:  # a bootstrap method javac uses for lambdas, concatenation, records
+        if pool[ref][0] != 15:
+            raise ValueError("bootstrap is not a method handle")
+        member = pool[ref][2]
+        owner = class_name(pool[member][1])
+        if owner not in BOOTSTRAPS:
+            return f"bootstrap method of {owner}"
+        allowed.add(member)
+    for k, entry in enumerate(pool):
+        if not entry:
+            continue
+        if entry[0] == 7:
+            name = _element(utf8(entry[1]))
+            if name not in BOOTSTRAP_CLASSES and name not in BOOTSTRAPS and _unsafe_class(name):
+                return name
+        elif entry[0] in (9, 10, 11) and k not in allowed:
+            owner = _element(class_name(entry[1]))
+            member = utf8(pool[entry[2]][1])
+            if _unsafe_class(owner):
+                return f"{owner}.{member}"
+            if member in UNSAFE_MEMBERS.get(owner, ()) or (owner == "java/lang/Class" and member not in CLASS_SAFE):
+                return f"{owner}.{member}"
+    return ""
+
+
+def _unsafe_class(name: str) -> bool:
+    outer = name.split("$", 1)[0]  # a nested class is its outer class's
+    return name not in SAFE_CLASSES and (outer in UNSAFE_CLASSES or name in UNSAFE_CLASSES
+                                         or name.startswith(UNSAFE_PACKAGES))
+
+
+def _element(name: str) -> str:
+    """An array class's element class (`[Ljava/io/File;` -> `java/io/File`), else the name."""
+    name = name.lstrip("[")
+    return name[1:-1] if name.startswith("L") and name.endswith(";") else name
 
 
 class HarnessMeter(OutputMeter):

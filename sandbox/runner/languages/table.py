@@ -108,9 +108,10 @@ JAVASCRIPT = Language(
     keep_source=True,
     # node sizes its own thread stacks by RLIMIT_STACK: at 128 MB or more it hangs at start
     run=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "{art}/main.js"),
-    # the harness's own realm compiles no strings (the program's context still does: eval works)
+    # the harness's own realm compiles no strings (the program's context still does: eval works);
+    # Buffer memory zeroed when allocated: no test's allocUnsafe shows bytes an earlier test freed
     shared=("node", "--max-old-space-size={heap_mb}", "--stack-size=48000", "--disallow-code-generation-from-strings",
-            "{hart}/main.js", "{art}/main.js"),
+            "--zero-fill-buffers", "{hart}/main.js", "{art}/main.js"),
     harness="vr_harness.js",
     # fd 0 other than by fs.readFileSync/readSync/readFile or process.stdin, processes, workers,
     # 'beforeExit' (the harness's end of a test)

@@ -1,7 +1,10 @@
 // One JVM serving a job's stdio tests (sandbox/runner/languages/harness.py): per test, the
 // candidate's classes in a fresh class loader (its statics start over), System.in/out/err of
 // its own, main run as the launcher runs it (a thread named "main", the -Xss stack), then
-// every non-daemon thread it started waited for, as the JVM waits before it exits.
+// every non-daemon thread it started waited for, as the JVM waits before it exits. The JDK-wide
+// settings a program can change without reflection are put back after each test (System
+// properties, default locales and time zone, the default uncaught-exception handler); programs
+// that reach other JDK-wide state are refused sharing by harness.py's scan of their classes.
 //
 // The supervisor judges; this only says "the test ended as a clean exit 0" with one line on
 // stderr. Anything a fresh JVM would end otherwise (main threw, System.exit, a thread still
@@ -31,6 +34,7 @@ import java.util.Map;
 import java.util.Locale;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TimeZone;
 
 public final class VrHarness {
     private static final long STACK = 8L << 20;  // the launcher's main thread gets -Xss8m (table.JVM)
@@ -174,6 +178,7 @@ public final class VrHarness {
         Locale locale = Locale.getDefault();
         Locale format = Locale.getDefault(Locale.Category.FORMAT);
         Locale display = Locale.getDefault(Locale.Category.DISPLAY);
+        TimeZone zone = TimeZone.getDefault();
         ClassLoader parent = ClassLoader.getPlatformClassLoader();  // our classes are not the candidate's to see
         Set<Thread> ours = new HashSet<>(java.util.Arrays.asList(threads()));
         while (true) {
@@ -202,6 +207,7 @@ public final class VrHarness {
             Locale.setDefault(locale);
             Locale.setDefault(Locale.Category.FORMAT, format);
             Locale.setDefault(Locale.Category.DISPLAY, display);
+            TimeZone.setDefault(zone);
             Thread.setDefaultUncaughtExceptionHandler(null);
             rawErr.write(("\u001evr:" + h[0] + "\n").getBytes(StandardCharsets.ISO_8859_1));
             rawErr.flush();
