@@ -507,7 +507,7 @@ def _keep(cache: CompileCache, key: str, result: dict, out: BuildDir | None, kep
     if entry is not None:
         b.art, b.entry = entry.path, entry
         return
-    name = OUT_DIR + ART_SUFFIX
+    name = OUT_DIR + ART_SUFFIX + "." + key[:16]  # one per build: a job's program and its harness apart
     remove_entry_at(scratch_fd, name)
     if out is None:
         os.mkdir(name, 0o700, dir_fd=scratch_fd)
