@@ -22,6 +22,7 @@ from reward_server.settings import Settings, Weights
 from sandbox import runtimes
 from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
 from sandbox.pool import TaskError
+from sandbox.runner import units
 
 log = logging.getLogger("reward_server.scoring")
 
@@ -51,20 +52,14 @@ def _infra_error_type():
         return RuntimeError
 
 
-def raw_test_count(task: Any) -> int:
-    """How many tests a not yet validated task (plain JSON) declares: its cases or asserts."""
-    tests = task.get("tests") if isinstance(task, dict) else None
-    if not isinstance(tests, dict):
-        return 0
-    seq = tests.get("cases", tests.get("asserts"))
-    return len(seq) if isinstance(seq, list) else 0
-
-
 def count_tests(task: CodeTask) -> int:
-    t = task.tests
-    if t.kind == "assert":
-        return len(getattr(t, "asserts", None) or []) or 1
-    return len(t.cases)
+    """The tests the runner would report for this task, counted from its syntax alone (an
+    empty completion's result lists them all as skipped)."""
+    spec = build_job("", task).tests.model_dump()
+    try:
+        return len(units.labels(spec))
+    except (SyntaxError, ValueError, KeyError, TypeError, RecursionError, MemoryError):
+        return units.upper_bound(spec)  # test code the runner will refuse: the bound stands in
 
 
 class Scorer:
@@ -152,7 +147,7 @@ class Scorer:
         the interpreter for most of a second): `(loc, task JSON)` pairs, 422 naming each."""
         cap = self.settings.max_tests_per_item
         errors = [error(loc, f"at most {cap} test cases per task, got {n}", "too_long")
-                  for loc, t in tasks if (n := raw_test_count(t)) > cap]
+                  for loc, t in tasks if (n := units.upper_bound(t.get("tests") if isinstance(t, dict) else None)) > cap]
         if errors:
             raise InvalidRequest(errors[:_MAX_ERRORS])
 
@@ -237,7 +232,7 @@ class Scorer:
         program, mode = await asyncio.to_thread(extract_code, item.completion, extract, task.language)
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
-            n = count_tests(task)
+            n = await asyncio.to_thread(count_tests, task)  # parses the test code
             detail = {
                 "kind": "code", "syntax_ok": False, "runs": False, "passed": 0, "total": n,
                 "tests": [{"status": "skipped", "time_s": 0.0, "message": "no code"}] * n,

@@ -24,17 +24,14 @@ from pydantic import BaseModel
 
 from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
-    AssertListTests,
-    CallTests,
     CompileInfo,
     ExecRequest,
     ExecResult,
     Job,
     JobResult,
-    StdioTests,
     TestResult,
 )
-from sandbox.runner import flags, languages
+from sandbox.runner import flags, languages, units
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
@@ -349,10 +346,10 @@ class SandboxPool:
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
         self._check_runtime(job.runtime)
-        n_guess = _count_tests(job)
-        budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
                "limits": job.limits.model_dump(), "stream": on_event is not None}
+        n_guess = units.upper_bound(msg["tests"])
+        budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         if job.language != "python":
             msg["language"] = job.language
             budget += job.limits.compile_timeout_s
@@ -554,15 +551,6 @@ async def _within(coro: Any, seconds: float) -> Any:
         async with asyncio.timeout(seconds):
             return await coro
     return await asyncio.wait_for(coro, seconds)  # Python 3.10
-
-
-def _count_tests(job: Job) -> int:
-    t = job.tests
-    if isinstance(t, (StdioTests, CallTests)):
-        return len(t.cases)
-    if isinstance(t, AssertListTests):
-        return len(t.asserts)
-    return max(1, t.test.count("assert"))
 
 
 def docker_available(timeout: float = 3.0) -> bool:

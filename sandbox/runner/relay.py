@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from . import flags, limits, verdict
+from . import flags, limits, units
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
 from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, tree_cpu_s, wall_factor_of
 from .progress import MAX_TESTS, STATUSES
@@ -63,7 +63,7 @@ class FunctionRun:
     def prepare(self) -> None:
         """The verdict process counts the tests (parsing them) while the candidate loads."""
         self.send_job(0)
-        self.cand, self.outcome = self.load(_estimate_units(self.spec))
+        self.cand, self.outcome = self.load(units.upper_bound(self.spec))
         plan = self.await_plan(time.monotonic() + 30)
         self.verdict_waits = plan is not None and plan["op"] == "plan"
         if plan is None:
@@ -413,18 +413,9 @@ _STATUSES = frozenset(STATUSES[1:])  # what a verdict process may report for a t
 def _count_tests_here(spec: dict) -> dict:
     """The verdict process's answer to a job, computed in the supervisor (fallback only)."""
     try:
-        return {"op": "plan", "n": len(verdict.unit_labels(spec))}
+        return {"op": "plan", "n": len(units.labels(spec))}
     except (SyntaxError, ValueError, KeyError, TypeError, RecursionError, MemoryError) as exc:
         return {"op": "bad_tests", "message": f"{type(exc).__name__}: {exc}"}
-
-
-def _estimate_units(spec: dict) -> int:
-    """An upper bound on the tests of a spec before it is parsed (sizes the CPU limit)."""
-    if spec.get("kind") == "call":
-        return max(1, len(spec.get("cases", ())))
-    if "asserts" in spec:
-        return max(1, len(spec["asserts"]))
-    return max(1, str(spec.get("test", "")).count("assert"))
 
 
 def _index(f: dict) -> int:

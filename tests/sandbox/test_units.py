@@ -11,9 +11,10 @@ import threading
 
 import pytest
 
-from sandbox.runner import codec, framing, verdict
+from sandbox.runner import codec, framing, units
 from sandbox.runner.compare import stdout_matches
-from sandbox.runner.verdict import free_names, unit_labels
+from sandbox.runner.units import free_names
+from sandbox.runner.units import labels as unit_labels
 
 
 @pytest.mark.parametrize(
@@ -273,7 +274,7 @@ def test_flat_check_splits_into_one_test_per_candidate_assert():
 
 def _run_split(test: str, candidate) -> list[str]:
     """A split check's units run against a plain function: each unit's outcome."""
-    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "f"})
+    c = units.compiled({"kind": "assert", "test": test, "entry_point": "f"})
     ns: dict = {"__builtins__": builtins, "__name__": "__tests__"}
     exec(c.module, ns)
     outcomes = []
@@ -305,7 +306,7 @@ def test_split_asserts_run_with_checks_own_scoping():
 def test_split_keeps_a_check_that_the_module_itself_calls():
     test = ("def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n"
             "RESULT = []\ntry:\n    check(lambda x: x + 1)\n    RESULT.append('ran')\nexcept AssertionError:\n    pass\n")
-    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "f"})
+    c = units.compiled({"kind": "assert", "test": test, "entry_point": "f"})
     ns: dict = {"__builtins__": builtins}
     exec(c.module, ns)
     assert ns["RESULT"] == ["ran"] and len(c.units) == 2
@@ -359,16 +360,16 @@ def test_names_resolve_per_kind_with_helpers_from_the_prompt():
     prompt = ("import math\ndef helper(x):\n    return x * 2\nK = 3\n"
               "def entry(x):\n    \"\"\"doc\"\"\"\n")
     test = "def check(candidate):\n    assert candidate(helper(K)) == abs(-6)\n    assert math.floor(poly(1)) == 1\n"
-    c = verdict.compiled({"kind": "assert", "test": test, "entry_point": "entry", "prompt": prompt})
+    c = units.compiled({"kind": "assert", "test": test, "entry_point": "entry", "prompt": prompt})
     assert c.names.candidate == {"entry"} and c.names.unknown == {"poly"}
     assert c.names.guarded == {"abs", "math", "helper", "K"} and c.names.helpers == {"helper", "K", "math"}
     assert len(c.labels) == 2  # the assert on an unknown name is counted (it fails), never dropped
     # a prompt's class that holds the entry point is the candidate's to complete, not a helper
-    cls = verdict.compiled({"kind": "assert", "entry_point": "solve", "candidate_names": ["Solution"],
+    cls = units.compiled({"kind": "assert", "entry_point": "solve", "candidate_names": ["Solution"],
                             "prompt": "import math\nclass Solution:\n    def solve(self, x):\n        pass\n",
                             "test": "def check(candidate):\n    assert Solution().solve(1) == math.floor(1.5)\n"})
     assert cls.names.helpers == {"math"} and cls.names.candidate == {"solve", "Solution"}
-    listed = verdict.compiled({"kind": "assert", "asserts": ["assert sum(1, 2) == 3", "assert g(len([1])) == 1"],
+    listed = units.compiled({"kind": "assert", "asserts": ["assert sum(1, 2) == 3", "assert g(len([1])) == 1"],
                                "candidate_names": ["sum"]})
     assert listed.names.candidate == {"sum", "g"} and listed.names.guarded == {"len"}
 
