@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from sandbox.runner import codec, languages
+from sandbox.runner import codec, flags, languages
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
 # compile_error: the program in a compiled language did not build (every test gets it)
@@ -228,16 +228,17 @@ class CompileInfo(BaseModel):
         return escape_surrogates(v)
 
 
-class JobResult(BaseModel):
+class RunOutcome(BaseModel):
+    """What the runner says about a job's tests: the part of a code result that every layer
+    above carries as it is (`JobResult` adds the job's raw output, the server's `CodeDetail`
+    how the program was cut out of the completion)."""
+
     syntax_ok: bool
     runs: bool
     passed: int
     total: int
     tests: list[TestResult]
     load_message: str = ""
-    stdout: str = ""
-    stderr: str = ""
-    output_truncated: bool = False
     wall_s: float = 0.0
     runner: str = ""
     flags: list[str] = Field(default_factory=list, description="what the candidate tried (sandbox.runner.flags)")
@@ -247,6 +248,15 @@ class JobResult(BaseModel):
     @classmethod
     def _text(cls, v: Any) -> Any:
         return escape_surrogates(v)
+
+
+class JobResult(RunOutcome):
+    """A `run` job's result as the pool hands it to the server."""
+
+    stdout: str = ""
+    stderr: str = ""
+    output_truncated: bool = False
+
 
 # Caps on what /run_code-style requests may place in or take from the scratch directory.
 MAX_PATH_CHARS = 1024
@@ -369,3 +379,62 @@ class ExecResult(BaseModel):
     @classmethod
     def _text(cls, v: Any) -> Any:
         return escape_surrogates(v)
+
+
+# The runner's wire format: these functions are the only code on the server side that knows
+# its message and answer keys (sandbox.runner reads the one and writes the other).
+
+def run_message(job: Job, stream: bool = False) -> dict[str, Any]:
+    """The runner's `run` message for a job; `stream`: the runner reports each test as it ends."""
+    msg: dict[str, Any] = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
+                           "limits": job.limits.model_dump(), "stream": stream}
+    if job.language != languages.PYTHON:
+        msg["language"] = job.language
+    return msg
+
+
+def exec_message(req: ExecRequest) -> dict[str, Any]:
+    """The runner's `exec` message for one execution."""
+    msg: dict[str, Any] = {"op": "exec", "program": req.program, "stdin": req.stdin,
+                           "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
+                           "limits": req.limits.model_dump()}
+    if req.language != languages.PYTHON:
+        msg["language"] = req.language
+    return msg
+
+
+def _compile_info(answer: dict[str, Any]) -> CompileInfo | None:
+    """The runner's word on the build of a compiled-language job (absent for python)."""
+    c = answer.get("compile")
+    return CompileInfo(**c) if isinstance(c, dict) else None
+
+
+def refusal(answer: dict[str, Any]) -> str | None:
+    """Why the runner refused a `run` job's tests (they do not compile or plan on its verdict
+    side), or None: a refused job has no result (the pool raises TaskError)."""
+    return str(answer["error"]) if "error" in answer else None
+
+
+def job_result(answer: dict[str, Any], runner: str) -> JobResult:
+    """The result of a `run` job from the runner's final answer (one it did not refuse);
+    `runner` names the runner that answered."""
+    return JobResult(
+        syntax_ok=bool(answer["syntax_ok"]), runs=bool(answer["runs"]),
+        passed=int(answer["passed"]), total=int(answer["total"]),
+        tests=[TestResult(**t) for t in answer["tests"]],
+        load_message=str(answer.get("message", "")), stdout=answer.get("stdout", ""),
+        stderr=answer.get("stderr", ""), output_truncated=bool(answer.get("output_truncated")),
+        wall_s=float(answer.get("wall_s", 0.0)), runner=runner, flags=flags.clean(answer.get("flags")),
+        compile=_compile_info(answer),
+    )
+
+
+def exec_result(answer: dict[str, Any], runner: str) -> ExecResult:
+    """The result of an `exec` job from the runner's final answer."""
+    return ExecResult(
+        status=answer["status"], syntax_ok=bool(answer["syntax_ok"]), return_code=answer.get("return_code"),
+        stdout=answer.get("exec_stdout", ""), stderr=answer.get("exec_stderr", ""),
+        time_s=float(answer.get("time_s", 0.0)), output_truncated=bool(answer.get("output_truncated")),
+        files=answer.get("files", {}), runner=runner, flags=flags.clean(answer.get("flags")),
+        compile=_compile_info(answer),
+    )
