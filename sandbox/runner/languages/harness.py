@@ -49,7 +49,8 @@ from ..children import WRITE, Candidate, Children, OutputMeter, close_fd
 from ..compare import StdoutMatcher
 from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
 from ..script import ScriptEnd, encode_stdin, judge_exit
-from . import Language
+from .spec import Language
+from .table import get
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness")
 MAX_TESTS = 64  # a process serves at most this many tests, then a fresh one (bounds any slow leak)
@@ -64,8 +65,6 @@ def source(lang: Language) -> str:
 
 def built_as(lang: Language) -> Language:
     """The language the harness itself is built as (TypeScript's is JavaScript's harness)."""
-    from . import get  # noqa: PLC0415 - the table imports this package
-
     return get({".java": "java", ".js": "javascript"}[os.path.splitext(lang.harness)[1]]) or lang
 
 

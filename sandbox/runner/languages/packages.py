@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from . import Language, missing_tool, resolve
+from .spec import Language, missing_tool, resolve
 
 DPKG = "/var/lib/dpkg"
 ROOT = "/usr"

@@ -20,7 +20,7 @@ import hashlib
 import os
 import shutil
 
-from . import resolve, toolchain_id
+from .spec import resolve, toolchain_id
 from .table import CPP, CPP_FLAGS
 
 GCH = os.path.join("bits", "stdc++.h.gch")

@@ -1,4 +1,5 @@
-"""The languages the runner builds and runs besides Python: one entry each (see __init__.py).
+"""The languages the runner builds and runs besides Python: one entry each (the record: spec.py),
+and the lookups over them.
 
 Flags follow what judges use (Codeforces: C++17 -O2, Java 17, Go, Rust 2021 -O, node) and the
 traps measured in issue 17: RLIMIT_AS breaks Go, node and the JVM, so memory is RLIMIT_DATA
@@ -12,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from . import Language
+from .spec import PYTHON, Language, missing_tool
 
 # /etc/alternatives holds the links Debian's /usr/bin/{cc,java,javac,...} point through
 ALTERNATIVES = "/etc/alternatives"
@@ -150,3 +151,31 @@ TYPESCRIPT = dataclasses.replace(
 
 TABLE: tuple[Language, ...] = (CPP, JAVA, GO, RUST, JAVASCRIPT, TYPESCRIPT)
 BY_NAME: dict[str, Language] = {alias: lang for lang in TABLE for alias in (lang.name, *lang.aliases)}
+
+
+# ---------------------------------------------------------------- lookups over the table
+def get(name: str) -> Language | None:
+    """The language a client's name means (case-insensitive, aliases included), or None."""
+    return BY_NAME.get(name.lower())
+
+
+def names() -> list[str]:
+    """Every name a client may send for a language other than python."""
+    return sorted(BY_NAME)
+
+
+def available() -> dict[str, bool]:
+    """Each language's canonical name -> whether its toolchain is here (python always is)."""
+    return {PYTHON: True, **{lang.name: missing_tool(lang) is None for lang in TABLE}}
+
+
+def runnable() -> list[str]:
+    """The canonical names of the languages whose toolchains this process sees."""
+    return sorted(k for k, ok in available().items() if ok)
+
+
+def host_paths() -> list[str]:
+    """Directories outside the system ones that the toolchains here read, for a host to make
+    visible read-only (bwrap: Debian's /etc/alternatives links and the JDK's /etc config)."""
+    wanted = [ALTERNATIVES, *(p for lang in TABLE for p in lang.host_paths)]
+    return [p for p in dict.fromkeys(wanted) if os.path.isdir(p)]

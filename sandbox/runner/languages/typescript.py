@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from . import missing_tool, resolve
+from .spec import missing_tool, resolve
 from .table import TSC, TYPESCRIPT, TYPESCRIPT_HOME
 
 
