@@ -209,7 +209,7 @@ def main() -> None:
     # same verdicts both ways
     mismatches = sum(
         1 for a, b in zip(pool_res, http_res, strict=True)
-        if b.status != "ok" or (a.passed, a.total) != (b.detail["passed"], b.detail["total"])
+        if b.code is None or (a.passed, a.total) != (b.code.passed, b.code.total)
     )
     mean_reward = statistics.fmean(r.reward for r in http_res if r.reward is not None)
 

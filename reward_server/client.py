@@ -4,6 +4,7 @@
 async with AsyncRewardClient(["http://a:8000", "http://b:8000"], token="...") as client:
     results = await client.score([{"completion": text, "task": task}, ...])
     rewards = [r.reward for r in results]          # None where the sandbox failed
+    passed = [r.code.passed for r in results if r.code]   # a code item's detail: CodeDetail
 ```
 
 Large batches are split into requests of at most `max_batch` items, sent concurrently and
@@ -31,10 +32,11 @@ from typing import Any
 import httpx
 
 from reward_server.labels import normal_task, plain
-from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
+from reward_server.schemas import CodeDetail, ExtractOptions, ScoreItem, ScoreResult
 from reward_server.settings import Weights
 
-__all__ = ["AsyncRewardClient", "ClientStats", "RewardClient", "RewardServerError", "ScoreItem", "ScoreResult"]
+__all__ = ["AsyncRewardClient", "ClientStats", "CodeDetail", "RewardClient", "RewardServerError", "ScoreItem",
+           "ScoreResult"]
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _BUG_RETRIES = 1  # a 500 is the server's bug: tried once more (it may be a proxy's hiccup), not max_retries times

@@ -11,10 +11,28 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    model_serializer,
+    model_validator,
+)
 
 from reward_server.settings import Weights
-from sandbox.jobs import AssertCheckTests, AssertListTests, CallTests, Language, StdioTests, escape_surrogates
+from sandbox.jobs import (
+    AssertCheckTests,
+    AssertListTests,
+    CallTests,
+    Language,
+    RunOutcome,
+    StdioTests,
+    TestResult,
+    escape_surrogates,
+)
 
 log = logging.getLogger("reward_server.schemas")
 
@@ -171,40 +189,76 @@ class ScoreRequest(BaseModel):
     extract: ExtractOptions | None = None
 
 
-class TestDetail(BaseModel):
-    __test__ = False
-    status: str
-    time_s: float = 0.0
-    message: str = ""
+class CodeDetail(RunOutcome):
+    """A code item's `detail`: the runner's word on the job (tests, flags, the build) and how the
+    program was cut out of the completion. The server writes it, the client reads it back."""
 
-
-class CodeDetail(BaseModel):
     kind: Literal["code"] = "code"
-    syntax_ok: bool
-    runs: bool
-    passed: int
-    total: int
-    tests: list[TestDetail]
-    load_message: str = ""
-    extract_mode: str
-    code_chars: int
-    wall_s: float = 0.0
+    extract_mode: str = Field(description="how the program was cut out of the completion (ExtractOptions.mode)")
+    code_chars: int = Field(description="the extracted program's length")
+
+    @classmethod
+    def of(cls, result: RunOutcome, extract_mode: str, code_chars: int) -> CodeDetail:
+        """The detail of a job the runner ran (times to the microsecond)."""
+        tests = [TestResult.model_construct(status=t.status, time_s=round(t.time_s, 6), message=t.message)
+                 for t in result.tests]
+        return cls(syntax_ok=result.syntax_ok, runs=result.runs, passed=result.passed, total=result.total, tests=tests,
+                   load_message=result.load_message, extract_mode=extract_mode, code_chars=code_chars,
+                   wall_s=round(result.wall_s, 6), runner=result.runner, flags=list(result.flags),
+                   compile=result.compile)
+
+    @classmethod
+    def no_code(cls, total: int, extract_mode: str) -> CodeDetail:
+        """The detail of a completion with no program in it: nothing ran, every test skipped."""
+        skipped = TestResult(status="skipped", message="no code")
+        return cls(syntax_ok=False, runs=False, passed=0, total=total, tests=[skipped] * total,
+                   load_message="no code found in the completion", extract_mode=extract_mode, code_chars=0)
+
+    @model_serializer(mode="wrap")
+    def _shape(self, handler: SerializerFunctionWrapHandler):  # no return type: the schema stays the model's
+        """`kind` first, `compile` only for a program that was built (a Python job has none)."""
+        d = handler(self)
+        if self.compile is None:
+            d.pop("compile", None)
+        return {"kind": d.pop("kind"), **d}
 
 
 class ScoreResult(BaseModel):
     """One item's outcome. `reward` is null exactly when `status` is not `ok`: `infra_error`
-    (the sandbox failed; worth retrying) or `task_error` (the task's tests cannot run; not)."""
+    (the sandbox failed; worth retrying) or `task_error` (the task's tests cannot run; not).
+    `detail` is a `CodeDetail` for a graded code item; otherwise (a math item, an error) the
+    grader's or the error's fields."""
 
     id: str | int | None = None
     reward: float | None
     status: Literal["ok", "infra_error", "task_error"]
-    detail: dict[str, Any] = Field(default_factory=dict)
+    detail: CodeDetail | dict[str, Any] = Field(default_factory=dict, union_mode="left_to_right")
 
     @model_validator(mode="before")
     @classmethod
     def _text(cls, v: Any) -> Any:
         """Every string serialisable: a lone surrogate (from a runner, a grader, a client) is escaped."""
         return escape_surrogates(v) if isinstance(v, dict) else v
+
+    @property
+    def ok(self) -> bool:
+        """Graded: a reward to use (not an infra or task error)."""
+        return self.status == "ok" and self.reward is not None
+
+    @property
+    def code(self) -> CodeDetail | None:
+        """The code detail of a graded code item, else None."""
+        return self.detail if isinstance(self.detail, CodeDetail) else None
+
+    @property
+    def flags(self) -> list[str]:
+        """What the candidate tried (sandbox.runner.flags); empty for anything but a code item."""
+        return list(self.detail.flags) if isinstance(self.detail, CodeDetail) else []
+
+    @property
+    def error(self) -> str:
+        """Why an item has no reward (infra_error, task_error), else empty."""
+        return str(self.detail.get("error", "")) if isinstance(self.detail, dict) else ""
 
 
 class ScoreResponse(BaseModel):

@@ -16,8 +16,8 @@ from typing import Any
 
 from reward_server.admission import ClientGone
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
-from reward_server.grading.code import build_job, code_detail, extract_code, shape_reward, task_source_errors
-from reward_server.schemas import CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
+from reward_server.grading.code import build_job, extract_code, shape_reward, task_source_errors
+from reward_server.schemas import CodeDetail, CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
 from sandbox import runtimes
 from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
@@ -224,7 +224,7 @@ class Scorer:
         m.item_latency.labels(kind).observe(time.perf_counter() - t0)
         if res.reward is not None:
             m.rewards.labels(kind).observe(res.reward)
-        for flag in res.detail.get("flags", ()):
+        for flag in res.flags:
             m.hack_attempts.labels(flag).inc()
         return res
 
@@ -233,13 +233,7 @@ class Scorer:
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
             n = await asyncio.to_thread(count_tests, task)  # parses the test code
-            detail = {
-                "kind": "code", "syntax_ok": False, "runs": False, "passed": 0, "total": n,
-                "tests": [{"status": "skipped", "time_s": 0.0, "message": "no code"}] * n,
-                "load_message": "no code found in the completion", "extract_mode": mode, "code_chars": 0,
-                "wall_s": 0.0, "runner": "", "flags": [],
-            }
-            return ScoreResult(id=item.id, reward=0.0, status="ok", detail=detail)
+            return ScoreResult(id=item.id, reward=0.0, status="ok", detail=CodeDetail.no_code(n, mode))
         # a named runtime was checked by check_limits (one whose lazy start failed since is the pool's InfraError)
         runtime = task.runtime or self.resolve_runtime(None, ["task", "runtime"], task.language)
         job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
@@ -259,7 +253,7 @@ class Scorer:
         if result.compile is not None:
             self.metrics.compile_cache.labels(task.language, result.compile.cache).inc()
         return ScoreResult(
-            id=item.id, reward=shape_reward(result, weights), status="ok", detail=code_detail(result, mode, len(program))
+            id=item.id, reward=shape_reward(result, weights), status="ok", detail=CodeDetail.of(result, mode, len(program))
         )
 
     async def _math(self, item: ScoreItem) -> ScoreResult:

@@ -222,7 +222,7 @@ class CompileInfo(BaseModel):
     stderr: str = ""
     time_s: float = 0.0
 
-    @field_validator("stdout", "stderr", mode="before")
+    @model_validator(mode="before")
     @classmethod
     def _text(cls, v: Any) -> Any:
         return escape_surrogates(v)

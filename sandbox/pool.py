@@ -24,14 +24,17 @@ from pydantic import BaseModel
 
 from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
-    CompileInfo,
     ExecRequest,
     ExecResult,
     Job,
     JobResult,
-    TestResult,
+    exec_message,
+    exec_result,
+    job_result,
+    refusal,
+    run_message,
 )
-from sandbox.runner import flags, languages, units
+from sandbox.runner import languages, units
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
 from sandbox.runner.limits import allowed_cpus
@@ -346,26 +349,16 @@ class SandboxPool:
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
         """Run a job's tests; `on_event` sees each test's result as it finishes."""
         self._check_runtime(job.runtime)
-        msg = {"op": "run", "program": job.program, "tests": job.tests.model_dump(),
-               "limits": job.limits.model_dump(), "stream": on_event is not None}
+        msg = run_message(job, stream=on_event is not None)
         n_guess = units.upper_bound(msg["tests"])
         budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         if job.language != "python":
-            msg["language"] = job.language
             budget += job.limits.compile_timeout_s
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
-        if "error" in done:
-            raise TaskError(done["error"])
-        return JobResult(
-            syntax_ok=bool(done["syntax_ok"]), runs=bool(done["runs"]),
-            passed=int(done["passed"]), total=int(done["total"]),
-            tests=[TestResult(**t) for t in done["tests"]],
-            load_message=str(done.get("message", "")), stdout=done.get("stdout", ""),
-            stderr=done.get("stderr", ""), output_truncated=bool(done.get("output_truncated")),
-            wall_s=float(done.get("wall_s", 0.0)), runner=ident, flags=flags.clean(done.get("flags")),
-            compile=_compile_info(done),
-        )
+        if (why := refusal(done)) is not None:
+            raise TaskError(why)
+        return job_result(done, ident)
 
     def _check_runtime(self, runtime: str) -> None:
         """A job for another runtime never runs here without its packages (RuntimePools routes
@@ -377,22 +370,13 @@ class SandboxPool:
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         self._check_runtime(req.runtime)
-        msg = {"op": "exec", "program": req.program, "stdin": req.stdin,
-               "files": [f.model_dump() for f in req.files], "fetch_files": list(req.fetch_files),
-               "limits": req.limits.model_dump()}
+        msg = exec_message(req)
         budget = req.limits.timeout_s * req.limits.wall_factor * HARD_FACTOR + 30
         if req.language != "python":
-            msg["language"] = req.language
             budget += req.limits.compile_timeout_s
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, None)
-        return ExecResult(
-            status=done["status"], syntax_ok=bool(done["syntax_ok"]), return_code=done.get("return_code"),
-            stdout=done.get("exec_stdout", ""), stderr=done.get("exec_stderr", ""),
-            time_s=float(done.get("time_s", 0.0)), output_truncated=bool(done.get("output_truncated")),
-            files=done.get("files", {}), runner=ident, flags=flags.clean(done.get("flags")),
-            compile=_compile_info(done),
-        )
+        return exec_result(done, ident)
 
     # ---------------------------------------------------------------- recovery
     def _mark_dead(self, r: _Runner) -> None:
@@ -659,9 +643,3 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"
     return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)
-
-
-def _compile_info(done: dict) -> CompileInfo | None:
-    """The runner's word on the build of a compiled-language job (absent for python)."""
-    c = done.get("compile")
-    return CompileInfo(**c) if isinstance(c, dict) else None

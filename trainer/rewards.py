@@ -14,34 +14,23 @@ import concurrent.futures as cf
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-
-@dataclass
-class Score:
-    id: str
-    reward: float | None
-    status: str  # "ok" | "infra_error"
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok" and self.reward is not None
+from reward_server.client import AsyncRewardClient, ScoreResult
 
 
 class Scorer(Protocol):
+    """Grades a batch of ``{id, completion, task}`` items: a future of one ``ScoreResult`` each."""
+
     def submit(self, items: list[dict[str, Any]]) -> cf.Future: ...
 
     def close(self) -> None: ...
 
 
-def _to_score(r: Any) -> Score:
-    if isinstance(r, Score):
-        return r
-    if isinstance(r, dict):
-        return Score(str(r.get("id")), r.get("reward"), r.get("status", "ok"), dict(r.get("detail") or {}))
-    return Score(str(r.id), r.reward, r.status, dict(getattr(r, "detail", None) or {}))
+def _result(r: ScoreResult | dict[str, Any]) -> ScoreResult:
+    """A local function's answer as the client's result (the HTTP path gets one already)."""
+    return r if isinstance(r, ScoreResult) else ScoreResult.model_validate(r)
 
 
 class HttpScorer:
@@ -55,31 +44,19 @@ class HttpScorer:
         max_batch: int = 256,
         weights: dict[str, float] | None = None,
     ):
-        try:
-            from reward_server.client import AsyncRewardClient
-        except ImportError as e:  # pragma: no cover - depends on the sibling package
-            raise RuntimeError(f"reward_server.client is not available ({e}); the trainer scores over HTTP") from e
         self._weights = weights
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="reward-client", daemon=True)
         self._thread.start()
         urls = base_urls if len(base_urls) > 1 else base_urls[0]
 
-        async def _make():
-            client = AsyncRewardClient(urls, token=token, timeout=timeout, max_batch=max_batch)
-            enter = getattr(client, "__aenter__", None)
-            if enter is not None:
-                client = (await enter()) or client
-            return client
+        async def _make() -> AsyncRewardClient:  # made on the loop that will use it
+            return AsyncRewardClient(urls, token=token, timeout=timeout, max_batch=max_batch)
 
         self._client = asyncio.run_coroutine_threadsafe(_make(), self._loop).result(timeout=60)
 
     def submit(self, items: list[dict[str, Any]]) -> cf.Future:
-        async def _go():
-            res = await self._client.score(items, weights=self._weights)
-            return [_to_score(r) for r in res]
-
-        return asyncio.run_coroutine_threadsafe(_go(), self._loop)
+        return asyncio.run_coroutine_threadsafe(self._client.score(items, weights=self._weights), self._loop)
 
     def close(self) -> None:
         if self._loop.is_closed():
@@ -95,7 +72,8 @@ class HttpScorer:
 
 class CallableScorer:
     """A local Python function as scorer (tests and offline experiments); runs in a worker thread
-    so it overlaps generation exactly like the HTTP path. ``fn(items) -> list[Score | dict]``."""
+    so it overlaps generation exactly like the HTTP path. ``fn(items) -> list[ScoreResult | dict]`` (a dict
+    is a result as JSON)."""
 
     def __init__(self, fn: Callable[[list[dict[str, Any]]], list[Any]], delay_s: float = 0.0):
         self._fn = fn
@@ -106,7 +84,7 @@ class CallableScorer:
         def _go():
             if self._delay:
                 time.sleep(self._delay)
-            return [_to_score(r) for r in self._fn(items)]
+            return [_result(r) for r in self._fn(items)]
 
         return self._pool.submit(_go)
 
@@ -135,13 +113,14 @@ class WaitClock:
 @dataclass
 class Scored:
     """One completion's reward from every source: ``reward = sum(weight * value)``; ``ok`` False
-    when the server source had an infra error (the completion then leaves its group)."""
+    when the server source had an infra error (the completion then leaves its group); ``server``
+    is the server source's result as the client gave it (None without one)."""
 
     reward: float | None
     sources: dict[str, float | None]
     flags: list[str]
     ok: bool
-    detail: dict[str, Any] = field(default_factory=dict)
+    server: ScoreResult | None = None
 
 
 def _import_fn(spec: str) -> Callable[..., list[Any]]:
@@ -213,29 +192,27 @@ class RewardMixer:
             local[s.name] = [None if v is None else float(v) for v in vals]
         return MixedFuture(self, fut, local, n)
 
-    def combine(self, server: list[Score] | None, local: dict[str, list[float | None]], n: int) -> list[Scored]:
+    def combine(self, server: list[ScoreResult] | None, local: dict[str, list[float | None]], n: int) -> list[Scored]:
         out: list[Scored] = []
         for i in range(n):
             values: dict[str, float | None] = {}
             ok = True
             flags: list[str] = []
-            detail: dict[str, Any] = {}
+            result: ScoreResult | None = None
             total = 0.0
             for s in self.sources:
                 if s.kind == "server":
-                    sc = server[i]  # type: ignore[index]
-                    detail = sc.detail
-                    raw = sc.detail.get("flags") if isinstance(sc.detail, dict) else None
-                    flags = sorted({f for f in raw if isinstance(f, str)}) if isinstance(raw, list) else []
-                    if not sc.ok:
+                    result = server[i]  # type: ignore[index]
+                    flags = result.flags
+                    if not result.ok:
                         ok = False
                         values[s.name] = None
                         continue
-                    v: float | None = float(sc.reward)  # type: ignore[arg-type]
+                    v: float | None = float(result.reward)  # type: ignore[arg-type]
                 else:
                     v = local[s.name][i]
                 values[s.name] = v
                 if v is not None:
                     total += s.weight * v
-            out.append(Scored(total if ok else None, values, flags, ok, detail))
+            out.append(Scored(total if ok else None, values, flags, ok, result))
         return out

@@ -209,20 +209,3 @@ def shape_reward(result: JobResult, weights: Weights) -> float:
         r -= weights.flag_penalty
     return round(r, 10)
 
-
-def code_detail(result: JobResult, mode: str, code_chars: int) -> dict:
-    return {
-        "kind": "code",
-        "syntax_ok": result.syntax_ok,
-        "runs": result.runs,
-        "passed": result.passed,
-        "total": result.total,
-        "tests": [{"status": t.status, "time_s": round(t.time_s, 6), "message": t.message} for t in result.tests],
-        "load_message": result.load_message,
-        "extract_mode": mode,
-        "code_chars": code_chars,
-        "wall_s": round(result.wall_s, 6),
-        "runner": result.runner,
-        "flags": list(result.flags),
-        **({"compile": result.compile.model_dump()} if result.compile is not None else {}),
-    }

@@ -49,11 +49,11 @@ def _as_dict(r: ScoreResult, infra_error_score: float) -> dict[str, Any]:
     if r.reward is None:  # infra_error, or task_error (the task's tests cannot run): no score to give
         return {"score": float(infra_error_score), "acc": 0.0, "passed": 0, "total": 0,
                 "infra_error": int(r.status == "infra_error"), "task_error": int(r.status == "task_error")}
-    d = r.detail
-    if d.get("kind") == "math":
+    code = r.code
+    if code is not None:
+        passed, total = code.passed, code.total
+    else:  # a math item: one answer, right or not
         passed, total = int(r.reward >= 1.0), 1
-    else:
-        passed, total = int(d.get("passed", 0)), int(d.get("total", 0))
     return {"score": float(r.reward), "acc": float(r.reward >= 1.0), "passed": passed, "total": total, "infra_error": 0,
             "task_error": 0}
 

@@ -138,9 +138,7 @@ async def get_reward(request: Request):
     results = await st.scorer.score(items, field="query")
     rewards = [r.reward if r.reward is not None else 0.0 for r in results]
     infra = [1.0 if r.status == "infra_error" else 0.0 for r in results]
-    passed = [
-        (r.detail["passed"] / r.detail["total"]) if r.detail.get("total") else float(r.reward or 0.0)
-        for r in results
-    ]
+    passed = [(c.passed / c.total) if (c := r.code) is not None and c.total else float(r.reward or 0.0)
+              for r in results]
     body = GetRewardResponse(rewards=rewards, scores=rewards, extra_logs={"pass_rate": passed, "infra_error": infra})
     return Response(body.model_dump_json(), media_type="application/json")

@@ -327,17 +327,17 @@ async def submit(request: Request):
     program, mode = await asyncio.to_thread(extract_code, req.completion, None, language)
     (res,) = await st.scorer.score([item], field="completion")
     if res.status != "ok":
-        raise RequestRejected(503, f"sandbox error: {res.detail.get('error', '')}", retry_after=1)
+        raise RequestRejected(503, f"sandbox error: {res.error}", retry_after=1)
     tests = []
-    for case, t in zip(item.task.tests.cases, res.detail["tests"], strict=False):
-        ok = t["status"] == "passed"
-        run = CommandRunResult(status="TimeLimitExceeded" if t["status"] == "timeout" else "Finished",
-                               execution_time=t["time_s"], return_code=0 if ok else None, stdout=None,
-                               stderr=t["message"] or None)
-        info = RunCodeResponse(status="Success" if ok else "Failed", message=t["message"], run_result=run)
+    for case, t in zip(item.task.tests.cases, res.code.tests if res.code else [], strict=False):
+        ok = t.status == "passed"
+        run = CommandRunResult(status="TimeLimitExceeded" if t.status == "timeout" else "Finished",
+                               execution_time=t.time_s, return_code=0 if ok else None, stdout=None,
+                               stderr=t.message or None)
+        info = RunCodeResponse(status="Success" if ok else "Failed", message=t.message, run_result=run)
         tests.append(EvalTestCase(passed=ok, exec_info=info, test_info={"input": {"stdin": case.stdin},
                                                                         "output": {"stdout": case.stdout}}))
     body = EvalResult(id=req.id, accepted=bool(tests) and all(t.passed for t in tests), extracted_code=program,
                       tests=tests, extracted_type=_extracted_type(mode, req.completion),
-                      extra={"reward": res.reward, "flags": res.detail.get("flags", [])})
+                      extra={"reward": res.reward, "flags": res.flags})
     return _resp(body)

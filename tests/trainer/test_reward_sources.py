@@ -115,6 +115,13 @@ def test_bundled_python_rewards():
     assert got == [1.0, 0.0, None, 1.0]
 
 
+def _code_detail(flags: list[str]) -> dict:
+    """A code item's detail as the server writes it (one test, passed), carrying `flags`."""
+    return {"kind": "code", "syntax_ok": True, "runs": True, "passed": 1, "total": 1,
+            "tests": [{"status": "passed", "time_s": 0.0, "message": ""}], "load_message": "",
+            "extract_mode": "raw", "code_chars": 1, "wall_s": 0.0, "runner": "", "flags": flags}
+
+
 def _server(items):
     """Reward 1 for ids ending in 0, infra error for ids ending in 3, else 0.25; flags on id 1."""
     out = []
@@ -124,7 +131,7 @@ def _server(items):
             out.append({"id": it["id"], "reward": None, "status": "infra_error", "detail": {}})
             continue
         flags = ["early_exit", "shadowed_name"] if k == 1 else []
-        out.append({"id": it["id"], "reward": 1.0 if k == 0 else 0.25, "status": "ok", "detail": {"flags": flags}})
+        out.append({"id": it["id"], "reward": 1.0 if k == 0 else 0.25, "status": "ok", "detail": _code_detail(flags)})
     return out
 
 
@@ -204,7 +211,7 @@ def _spy_loss(monkeypatch):
 def _by_text(items):
     """Server reward from the completion: number of 'a' characters / 4; a flag on 'zz'."""
     return [{"id": it["id"], "reward": it["completion"].count("a") / 4, "status": "ok",
-             "detail": {"flags": ["signal_probe"] if "zz" in it["completion"] else []}} for it in items]
+             "detail": _code_detail(["signal_probe"] if "zz" in it["completion"] else [])} for it in items]
 
 
 PLAN = {
