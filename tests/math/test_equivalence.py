@@ -2,7 +2,7 @@
 
 import pytest
 
-from reward_server.grading.math.compare import check
+from reward_server.grading.math.grade import check
 
 
 def ok(pred: str, gold: str, **opts) -> bool:

@@ -1,5 +1,5 @@
-from reward_server.grading.math.compare import check
 from reward_server.grading.math.extract import extract, find_boxes
+from reward_server.grading.math.grade import check
 
 
 def test_last_box_with_nested_braces():

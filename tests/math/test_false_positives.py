@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from reward_server.grading.math.compare import check
+from reward_server.grading.math.grade import check
 
 
 def ok(pred: str, gold: str, **opts) -> bool:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from reward_server.grading.math import MathGrader, MathOptions, grade_sync
-from reward_server.grading.math.compare import check
+from reward_server.grading.math.grade import check
 
 MARK = "/tmp/verireward_math_pwned_test"
 

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from reward_server.grading.math import MathGrader
-from reward_server.grading.math.compare import check
 from reward_server.grading.math.extract import extract
+from reward_server.grading.math.grade import check
 from reward_server.grading.math.numwords import replace_number_words
 
 

@@ -9,6 +9,10 @@ all run in killable worker processes.
     grade_sync(completion, answer)   # blocking, any thread (TRL / verl adapters)
 
 See docs/MATH.md for the tolerance, percent and unit policies and the status values.
+
+Rooms: `grade` runs extract -> normalize -> parse (lexer; values, arith, sets) -> compare (numeric)
+and builds the verdict; `worker` runs it in a child process, `pool` drives the workers; `options` holds
+`MathOptions` and `MathGrade`, the only option and result models.
 """
 
 from .options import MathGrade, MathOptions, Status

@@ -363,41 +363,9 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     markers = list(_MARKER_RE.finditer(text))
     if boxes and not (markers and markers[-1].start() > boxes[-1][1] and _sentence(
             _clean_segment(text[markers[-1].end():]))):
-        run = _box_run(text, boxes)
-        last = run[-1].strip()
-        joined = ", ".join(x.strip() for x in run) if len(run) > 1 else None
-        k0 = len(boxes) - len(run)
-        first = boxes[k0][0]
-        ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
-        if is_reference:  # a reference's words are the data set's, not a hedge ("x = 1/5, or \\boxed{20} percent")
-            return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
-                             [x.strip() for x in run] if len(run) > 1 else [])
-        if any(_RUN_CUE_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1)):
-            return Extracted(None, how="hedged boxes")  # "\\boxed{5} if n is even and \\boxed{7} otherwise"
-        if _BOX_CUE_RE.search(_clause_before(text, first)):
-            # "not \\boxed{5}", "x \\ge \\boxed{5}": the box is ruled out or bounded; "\\boxed{7}, not \\boxed{5}" means 7
-            between = re.sub(r"\$|\\[()\[\]]", "", text[boxes[k0 - 1][1] : first]) if k0 > 0 and len(run) == 1 else ""
-            if not between or not _NEG_JOIN_RE.fullmatch(between):
-                return Extracted(None, how="negated or bounded box")
-            prev = boxes[k0 - 1]
-            return Extracted(prev[2].strip(), None, "boxed", [b[2] for b in boxes], text[max(0, prev[0] - 60) : prev[0]],
-                             alts=_alternatives_after(text, boxes[-1][1]))
-        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
-                         [x.strip() for x in run] if len(run) > 1 else [], alts=_alternatives_after(text, boxes[-1][1]))
-    if markers:
-        m = markers[-1]
-        seg = _sentence(_clean_segment(text[m.end() :]))
-        if seg:
-            # "The volume of $X$ is 120": keep what follows the last ' is '
-            sent_at = text.find(seg, m.end()) if not is_reference else -1
-            alts = _alternatives_after(text, sent_at + len(seg)) if sent_at >= 0 else []
-            plain = _sub_math(seg, lambda inner: " ")
-            if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _is_one_block(seg.strip()):
-                tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
-                seg = tail.strip()
-            ans = unwrap_math(seg).strip(" .\"'")
-            ans, hedge = _unhedged(ans) if not is_reference else (ans, False)
-            return Extracted(ans, how="phrase", lead=text[max(0, m.end() - 60) : m.end()], hedged=hedge, alts=alts)
+        return _from_boxes(text, boxes, is_reference)
+    if markers and (found := _from_marker(text, markers[-1], is_reference)) is not None:
+        return found
     stripped = text.strip()
     if not stripped:
         return Extracted(None, how="empty")
@@ -416,7 +384,53 @@ def extract(text: str, fallback: str = "last_number", strip_think_tags: bool = T
     sol = _solutions_phrase(text)
     if sol is not None:
         return sol
-    # fallback: the latest of the last math block, the last number and the last number in words
+    return _last_value(text)
+
+
+def _from_boxes(text: str, boxes: list[tuple[int, int, str]], is_reference: bool) -> Extracted:
+    """The last box (and the run of boxes it ends), unless the words between or before them hedge."""
+    run = _box_run(text, boxes)
+    last = run[-1].strip()
+    joined = ", ".join(x.strip() for x in run) if len(run) > 1 else None
+    k0 = len(boxes) - len(run)
+    first = boxes[k0][0]
+    ors = any(_OR_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1))
+    if is_reference:  # a reference's words are the data set's, not a hedge ("x = 1/5, or \\boxed{20} percent")
+        return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
+                         [x.strip() for x in run] if len(run) > 1 else [])
+    if any(_RUN_CUE_RE.search(text[boxes[k][1] : boxes[k + 1][0]]) for k in range(k0, len(boxes) - 1)):
+        return Extracted(None, how="hedged boxes")  # "\\boxed{5} if n is even and \\boxed{7} otherwise"
+    if _BOX_CUE_RE.search(_clause_before(text, first)):
+        # "not \\boxed{5}", "x \\ge \\boxed{5}": the box is ruled out or bounded; "\\boxed{7}, not \\boxed{5}" means 7
+        between = re.sub(r"\$|\\[()\[\]]", "", text[boxes[k0 - 1][1] : first]) if k0 > 0 and len(run) == 1 else ""
+        if not between or not _NEG_JOIN_RE.fullmatch(between):
+            return Extracted(None, how="negated or bounded box")
+        prev = boxes[k0 - 1]
+        return Extracted(prev[2].strip(), None, "boxed", [b[2] for b in boxes], text[max(0, prev[0] - 60) : prev[0]],
+                         alts=_alternatives_after(text, boxes[-1][1]))
+    return Extracted(last, joined, "boxed", [b[2] for b in boxes], text[max(0, first - 60) : first], ors,
+                     [x.strip() for x in run] if len(run) > 1 else [], alts=_alternatives_after(text, boxes[-1][1]))
+
+
+def _from_marker(text: str, m: re.Match, is_reference: bool) -> Extracted | None:
+    """The sentence after the last 'the answer is' / 'Answer:' phrase, or None when it is empty."""
+    seg = _sentence(_clean_segment(text[m.end() :]))
+    if not seg:
+        return None
+    # "The volume of $X$ is 120": keep what follows the last ' is '
+    sent_at = text.find(seg, m.end()) if not is_reference else -1
+    alts = _alternatives_after(text, sent_at + len(seg)) if sent_at >= 0 else []
+    plain = _sub_math(seg, lambda inner: " ")
+    if re.search(r"\s(?:is|are|equals|be)\s", plain) and not _is_one_block(seg.strip()):
+        tail = re.split(r"\s(?:is|are|equals|be)\s", seg)[-1]
+        seg = tail.strip()
+    ans = unwrap_math(seg).strip(" .\"'")
+    ans, hedge = _unhedged(ans) if not is_reference else (ans, False)
+    return Extracted(ans, how="phrase", lead=text[max(0, m.end() - 60) : m.end()], hedged=hedge, alts=alts)
+
+
+def _last_value(text: str) -> Extracted:
+    """The fallback: the latest of the last math block, the last number and the last number in words."""
     cands = []
     blocks = _math_blocks(text)
     if blocks:

@@ -1,4 +1,6 @@
-"""Public option and result models of the math grader."""
+"""Public option and result models of the math grader: the one place the options and their defaults are
+written. The server validates a request's options into `MathOptions` once; the worker validates the
+dict it receives once more (the process boundary), and nothing else reads options from a dict."""
 
 from __future__ import annotations
 
@@ -108,3 +110,9 @@ class MathGrade(BaseModel):
     parsed_ref: str | None = Field(None, description="str() of the parsed form of the reference.")
     reason: str = Field("", description="Short reason for the verdict, e.g. 'numeric equal', 'sets differ'.")
     time_s: float = Field(0.0, description="Wall-clock seconds the check took, queueing excluded.")
+
+    @classmethod
+    def failed(cls, status: Status, reason: str, time_s: float = 0.0) -> MathGrade:
+        """A verdict for a check that did not run to its end (timeout, dead worker): reward 0, nothing
+        extracted. Every other verdict is built by `grade.grade`."""
+        return cls(reward=0.0, status=status, reason=reason, time_s=time_s)

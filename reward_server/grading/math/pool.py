@@ -158,16 +158,14 @@ class WorkerPool:
         except (EOFError, OSError, ValueError):
             self._discard(w)
             self._spawn_async()
-            return MathGrade(reward=0.0, status="worker_error", reason="worker died",
-                             time_s=time.perf_counter() - t0)
+            return MathGrade.failed("worker_error", "worker died", time.perf_counter() - t0)
         if res is None:
             self._discard(w)
             self._spawn_async()
-            return MathGrade(reward=0.0, status="timeout", reason=f"over {options.timeout_s:g}s; worker replaced",
-                             time_s=time.perf_counter() - t0)
+            return MathGrade.failed("timeout", f"over {options.timeout_s:g}s; worker replaced", time.perf_counter() - t0)
         self._idle.put(w)
         res["time_s"] = time.perf_counter() - t0
-        return MathGrade(**res)
+        return MathGrade.model_validate(res)
 
     def close(self) -> None:
         self._closed = True
