@@ -305,10 +305,6 @@ class TrainConfig(BaseModel):
     def uses_server(self) -> bool:
         return any(r.kind == "server" for r in self.reward_sources)
 
-    @property
-    def clip_high(self) -> float:
-        return self.clip_ratio if self.clip_ratio_high is None else self.clip_ratio_high
-
 
 def _format_validation_error(e: ValidationError) -> str:
     lines = []

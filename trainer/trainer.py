@@ -50,10 +50,6 @@ from .tasks import TaskItem, TaskStream, build_split
 LOW_VARIANCE_WARN_SHARE = 0.9
 
 
-class CostCapReached(RuntimeError):
-    pass
-
-
 def _log(msg: str) -> None:
     print(f"[grpo] {msg}", file=sys.stderr, flush=True)
 
@@ -152,7 +148,6 @@ class GRPOTrainer:
         self.peak_rss_mb = rss_mb() or 0.0  # running max of the per-step peaks: the process's peak
         self.baseline: dict[str, Any] | None = None
         self.last_eval: dict[str, Any] | None = None
-        self._resumed_from: Path | None = None
         if cfg.resume:
             self._resume()
         if self.is_main:
@@ -564,7 +559,6 @@ class GRPOTrainer:
         self.elapsed_s = float(st.get("elapsed_s", 0.0))
         self.baseline = st.get("baseline")
         self.last_eval = st.get("last_eval")
-        self._resumed_from = path
         if self.is_main:
             _log(f"resumed from {path} at step {self.step}, data position {self.stream.position}")
 
