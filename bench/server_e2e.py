@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -26,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from reward_server.client import AsyncRewardClient  # noqa: E402
 from reward_server.grading.code import build_job, extract_code  # noqa: E402
+from reward_server.local import SubprocessServer  # noqa: E402
 from reward_server.schemas import ScoreItem  # noqa: E402
 
 # ---- a corpus: 64 prompts, 8 samples each, the mix a policy produces -------------------
@@ -137,35 +136,11 @@ async def pool_only(items: list[dict], kind: str, size: int | None, rounds: int)
         await pool.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def via_http(items: list[dict], kind: str, size: int | None, rounds: int, batch: int) -> tuple[list[float], list]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "reward_server.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-           "--sandbox", kind, "--log-level", "warning"]
-    if size:
-        cmd += ["--pool", str(size)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
+    args = ["--sandbox", kind, "--log-level", "warning", *(["--pool", str(size)] if size else [])]
+    server = await asyncio.to_thread(SubprocessServer.start, args, None, 120)
     try:
-        async with AsyncRewardClient(url, max_batch=batch, timeout=600) as client:
-            import httpx  # noqa: PLC0415
-
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if (await client._http.get(url + "/readyz")).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("server did not come up: " + proc.stderr.read().decode()[-2000:])
-                await asyncio.sleep(0.1)
+        async with AsyncRewardClient(server.url, max_batch=batch, timeout=600) as client:
             await client.score(items[:32])  # warm
             times, results = [], []
             for _ in range(rounds):
@@ -174,11 +149,7 @@ async def via_http(items: list[dict], kind: str, size: int | None, rounds: int, 
                 times.append(time.perf_counter() - t0)
             return times, results
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        server.stop(30)
 
 
 def main() -> None:

@@ -297,12 +297,14 @@ def main() -> int:
         Path(a.out).write_text(json.dumps(res))
         return 0
 
-    from trainer.demo import start_server, stop_server
+    from reward_server.local import SubprocessServer
 
-    proc = None
+    server = None
     url = a.reward_url
     if url is None:
-        proc, url = start_server("bwrap", log_path=Path(tempfile.gettempdir()) / "trainer_vs_trl-server.log")
+        server = SubprocessServer.start(["--sandbox", "bwrap", "--text-logs"],
+                                        log_path=Path(tempfile.gettempdir()) / "trainer_vs_trl-server.log")
+        url = server.url
     rows = []
     try:
         for seed in [int(s) for s in a.seeds.split(",")]:
@@ -314,8 +316,8 @@ def main() -> int:
             trl, trl_peak = run_child(["--child", "trl", *common])
             rows.append({"seed": seed, "ours": ours, "trl": trl, "ours_peak_mb": ours_peak, "trl_peak_mb": trl_peak})
     finally:
-        if proc is not None:
-            stop_server(proc)
+        if server is not None:
+            server.stop()
     print(f"\n{a.steps} steps, {SETTINGS}, model {a.model}, {a.threads} threads each\n")
     print(f"{'seed':>4} {'ours s/step':>11} {'TRL s/step':>10} {'ratio':>6} {'ours peak MB':>12} {'TRL peak MB':>11} "
           f"{'ratio':>6} {'baseline':>8} {'ours final':>10} {'TRL final':>9}")

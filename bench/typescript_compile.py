@@ -2,7 +2,7 @@
 with V8's code cache of the compiler (what runs), without it, and `node --check` of the same
 program as JavaScript (the javascript language's build) as the floor. Optionally a sucrase
 install to compare (SUCRASE_DIR=<dir with node_modules/sucrase>): cheaper, but it drops
-namespaces (tests/sandbox/test_languages_ts.py FEATURES), so it is not what runs.
+namespaces (FEATURES below), so it is not what runs.
 
     python bench/typescript_compile.py [--repeat 10]
 """
@@ -17,7 +17,27 @@ import tempfile
 
 from sandbox.runner.languages import typescript
 from sandbox.runner.languages.table import TSC, TYPESCRIPT, TYPESCRIPT_HOME
-from tests.sandbox.test_languages_ts import FEATURES, PROGRAMS
+
+# the programs measured: a plain one, and one using what TypeScript adds to JavaScript (the same
+# programs that tests/sandbox/test_languages_ts.py runs through the sandbox; a bench imports no tests)
+CORRECT = ("import * as fs from 'fs';\nconst [a, b]: number[] = fs.readFileSync(0, 'utf8').trim().split(/\\s+/).map(Number);\n"
+           "function add(x: number, y: number): number { return x + y; }\nconsole.log(add(a, b));\n")
+FEATURES = """
+import { EOL } from "os";
+namespace Util { export function dbl(x: number): number { return 2 * x; } }
+enum Dir { Up = 1, Down }
+const enum Flag { On = 7 }
+abstract class Shape { abstract area(): number; }
+class Sq extends Shape { constructor(public readonly s: number) { super(); } area(): number { return this.s ** 2; } }
+type Pair<T> = [T, T];
+declare const notThere: number;
+function len<T extends { length: number }>(x: T): number { return x.length; }
+const m = new Map<string, number[]>([["k", [1, 2, 3]]]);
+const o: { q?: { r: number } } = {};
+let d = Dir.Down;
+process.stdout.write([Util.dbl(21), new Sq(3).area(), d, Dir[Dir.Up], Flag.On, len<Pair<number>>([1, 2]),
+  m.get("k")!.length, o.q?.r ?? "none", <number>(<unknown>5)].join(" ") + EOL);
+"""
 
 SUCRASE = ("const {transform} = require(process.argv[1] + '/node_modules/sucrase');"
            "const fs = require('fs');"
@@ -45,7 +65,7 @@ def main() -> None:
     d = tempfile.mkdtemp(prefix="vr-tsbench-")
     src, js, out = os.path.join(d, "main.ts"), os.path.join(d, "plain.js"), os.path.join(d, "main.js")
     rows = []
-    for name, prog in (("correct (6 lines)", PROGRAMS["correct"]), ("features (18 lines)", FEATURES)):
+    for name, prog in (("correct (6 lines)", CORRECT), ("features (18 lines)", FEATURES)):
         with open(src, "w") as f:
             f.write(prog)
         subprocess.run([*node_flags, TSC, TYPESCRIPT_HOME, src, js], check=True)

@@ -6,7 +6,7 @@ starts our server (bwrap host with the toolchains), lays out verl's two files as
 (verl's __init__ pulls torch and ray; the client module needs only `requests`) and runs the
 chosen tests with pytest.
 
-Usage (VERL_SRC: a verl checkout; default the mirror fetched here):
+Usage (VERL_SRC or --src: a verl checkout, or a bare mirror of one):
     python bench/verl_languages.py -k "test_integration_compile_error"
     python bench/verl_languages.py -k "integration and not concurrency"
 """
@@ -41,9 +41,11 @@ def read(src: str, path: str) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("-k", default="test_integration_compile_error")
-    ap.add_argument("--src", default=os.environ.get("VERL_SRC", "/work/.mirror/volcengine+verl/repo"))
+    ap.add_argument("--src", default=os.environ.get("VERL_SRC"), help="a verl checkout or bare mirror (VERL_SRC)")
     a = ap.parse_args()
-    from tests.server.conftest import start_server
+    if not a.src:
+        ap.error("name verl's source: --src or VERL_SRC")
+    from reward_server.local import InProcessServer
 
     with tempfile.TemporaryDirectory() as d:
         for path, dest in FILES.items():
@@ -52,7 +54,7 @@ def main() -> int:
             out.write_text(read(a.src, path))
         for pkg in ("verl", "verl/utils", "verl/utils/reward_score"):
             Path(d, pkg, "__init__.py").touch()
-        server = start_server(sandbox="bwrap", sandbox_options={"languages": True})
+        server = InProcessServer.start(sandbox="bwrap", sandbox_options={"languages": True})
         try:
             env = {**os.environ, "SANDBOX_FUSION_URL": server.url + "/run_code", "PYTHONPATH": d}
             return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", a.k,

@@ -19,19 +19,19 @@ def key(**options: Any) -> str:
 
 
 class SharedServers:
-    """Live servers (tests.server.conftest.start_server) keyed by their options."""
+    """Live in-process servers (reward_server.local.InProcessServer) keyed by their options."""
 
     def __init__(self) -> None:
         self._servers: dict[str, Any] = {}
 
     def get(self, **options: Any) -> Any:
-        from tests.server.conftest import start_server
+        from reward_server.local import InProcessServer
 
-        options.setdefault("pool_size", 2)  # start_server's default, so that both spellings share
+        options.setdefault("pool_size", 2)  # InProcessServer's default, so that both spellings share
         k = key(**options)
         s = self._servers.get(k)
         if s is None or not s.thread.is_alive():
-            s = self._servers[k] = start_server(**options)
+            s = self._servers[k] = InProcessServer.start(**options)
         return s
 
     def close(self) -> None:

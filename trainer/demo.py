@@ -8,18 +8,14 @@ over seeds, with the plot paths.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from reward_server.local import SubprocessServer
 
 DEMO_DEFAULTS: dict[str, Any] = {
     "model": "smollm2",
@@ -63,53 +59,6 @@ DEMO_DEFAULTS: dict[str, Any] = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(sandbox: str = "bwrap", port: int | None = None, log_path: Path | None = None,
-                 timeout_s: float = 90.0) -> tuple[subprocess.Popen, str]:
-    """Start ``reward-server serve`` and wait for /readyz; returns (process, base URL)."""
-    port = port or _free_port()
-    exe = shutil.which("reward-server", path=os.path.dirname(sys.executable)) or shutil.which("reward-server")
-    cmd = ([exe] if exe else [sys.executable, "-c", "from reward_server.cli import app; app()"]) + [
-        "serve", "--host", "127.0.0.1", "--port", str(port), "--sandbox", sandbox, "--text-logs",
-    ]
-    out = open(log_path, "ab") if log_path else subprocess.DEVNULL  # noqa: SIM115 - lives with the process
-    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    if log_path:
-        out.close()  # the child keeps its own descriptor
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"reward server exited with {proc.returncode} (log: {log_path})")
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    stop_server(proc)
-    raise RuntimeError(f"reward server not ready after {timeout_s:.0f}s (log: {log_path})")
-
-
-def stop_server(proc: subprocess.Popen) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=15)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(timeout=5)
-
-
 def _verifier(rec: dict[str, Any] | None) -> float | None:
     if not rec:
         return None
@@ -128,12 +77,14 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
 
     root = Path(state_dir)
     root.mkdir(parents=True, exist_ok=True)
-    proc = None
+    server = None
     # a SIGTERM must not orphan the server the demo started (it runs in its own session)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if reward_url is None:
         print(f"starting reward server (sandbox={sandbox}) ...", flush=True)
-        proc, reward_url = start_server(sandbox, log_path=root / "reward-server.log")
+        server = SubprocessServer.start(["--sandbox", sandbox, "--text-logs"], log_path=root / "reward-server.log",
+                                        timeout_s=90)
+        reward_url = server.url
         print(f"reward server at {reward_url}", flush=True)
     results = []
     shared_baseline = None
@@ -172,8 +123,8 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
                   f"({res['step']} steps, {time.perf_counter() - t0:.0f}s, truncated {_fmt(trunc[0])} -> "
                   f"{_fmt(trunc[1])})  plot: {png}", flush=True)
     finally:
-        if proc is not None:
-            stop_server(proc)
+        if server is not None:
+            server.stop()
     deltas = [r["final"] - r["baseline"] for r in results if r["final"] is not None and r["baseline"] is not None]
     summary: dict[str, Any] = {"runs": results, "config": {**DEMO_DEFAULTS, "max_steps": steps, **overrides}}
     if deltas:

@@ -15,9 +15,10 @@ from sandbox.hosts import bwrap
 from sandbox.runner import languages
 from sandbox.runner.languages import packages
 from sandbox.runner.languages.table import TABLE
+from tests.conftest import sandbox_kinds
 from tests.sandbox.conftest import no_runner_lost
 
-if "bwrap" not in os.environ.get("SANDBOX_KINDS", "bwrap"):
+if "bwrap" not in sandbox_kinds():
     pytest.skip("a bwrap host test", allow_module_level=True)
 
 SECRET = "verireward-usr-secret-" + os.urandom(6).hex()

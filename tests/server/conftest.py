@@ -1,104 +1,33 @@
 """Real servers for the HTTP tests: uvicorn on 127.0.0.1 with a free port and the real
-sandbox pool (no mocks). `SANDBOX_KINDS` (default "bwrap"; CI: "bwrap,docker") picks the
-hosts; docker-hosted servers carry the `docker` mark."""
+sandbox pool (no mocks), started by reward_server.local. The hosts are tests/conftest.py's
+`sandbox_kinds()` (SANDBOX_KINDS, else bwrap plus docker where it runs; CI: both); docker-hosted
+servers carry the `docker` mark."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import socket
-import subprocess
-import sys
-import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import pytest
-import uvicorn
 
-from reward_server.app import create_app
-from reward_server.settings import Settings
+from reward_server.local import InProcessServer, SubprocessServer, free_port, wait_ready
+from tests.conftest import kind_params, sandbox_kinds
 
+__all__ = ["LiveServer", "free_port", "kind_params", "sandbox_kinds", "start_server", "start_server_with_pool",
+           "wait_ready"]
 
-def sandbox_kinds() -> list[str]:
-    return [k.strip() for k in os.environ.get("SANDBOX_KINDS", "bwrap").split(",") if k.strip()]
-
-
-def kind_params() -> list[Any]:
-    return [pytest.param(k, id=k, marks=[pytest.mark.docker] if k == "docker" else []) for k in sandbox_kinds()]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@dataclass
-class LiveServer:
-    url: str
-    app: Any
-    server: uvicorn.Server
-    thread: threading.Thread
-    settings: Settings
-
-    @property
-    def pool(self):
-        return self.app.state.pool
-
-    def stop(self, timeout: float = 60) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout)
+LiveServer = InProcessServer
 
 
 def start_server(start_timeout: float = 120, pool: Any = None, graceful_s: float | None = None,
                  **overrides: Any) -> LiveServer:
     """An in-process uvicorn (own thread and event loop) around create_app(settings, pool)."""
-    port = free_port()
-    overrides.setdefault("pool_size", 2)
-    settings = Settings(host="127.0.0.1", port=port, log_level="warning", **overrides)
-    app = create_app(settings, pool=pool)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False,
-                                           timeout_graceful_shutdown=graceful_s))
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            server.run()
-        except BaseException as e:  # surfaced below
-            errors.append(e)
-
-    th = threading.Thread(target=run, name=f"reward-server-{port}", daemon=True)
-    th.start()
-    deadline = time.monotonic() + start_timeout
-    while not server.started:
-        if errors or not th.is_alive():
-            raise RuntimeError(f"server failed to start: {errors}")
-        if time.monotonic() > deadline:
-            server.should_exit = True
-            raise TimeoutError("server did not start")
-        time.sleep(0.05)
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(url, deadline - time.monotonic())
-    return LiveServer(url, app, server, th, settings)
+    return InProcessServer.start(start_timeout, pool=pool, graceful_s=graceful_s, **overrides)
 
 
 def start_server_with_pool(pool: Any, **overrides: Any) -> LiveServer:
     """A server around a pool the caller made (and owns)."""
     return start_server(pool=pool, **overrides)
-
-
-def wait_ready(url: str, timeout: float, headers: dict | None = None) -> None:
-    deadline = time.monotonic() + max(1.0, timeout)
-    while True:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/readyz", timeout=5, headers=headers).status_code == 200:
-                return
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{url} not ready")
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="session", params=kind_params())
@@ -116,36 +45,20 @@ def url(server: LiveServer) -> str:
 @dataclass
 class CliServer:
     url: str
-    proc: subprocess.Popen
+    proc: Any
     token: str
 
 
 @pytest.fixture(scope="module", params=kind_params())
 def cli_server(request, tmp_path_factory) -> CliServer:
     """`reward-server serve` in a subprocess: tiny admission limits and a bearer token."""
-    port = free_port()
     token = "s3cret-token"
     log = tmp_path_factory.mktemp("cli") / "server.log"
-    cmd = [
-        sys.executable, "-m", "reward_server.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-        "--sandbox", request.param, "--pool", "1", "--max-inflight", "1", "--max-queued", "2",
-        "--auth-token", token, "--log-level", "info",
-    ]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([os.getcwd(), os.environ.get("PYTHONPATH", "")])}
-    with open(log, "wb") as fh:
-        proc = subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, 120)
-    except TimeoutError:
-        proc.kill()
-        raise RuntimeError(f"CLI server did not come up:\n{log.read_text()[-4000:]}") from None
-    yield CliServer(url, proc, token)
-    proc.terminate()
-    try:
-        proc.wait(60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    srv = SubprocessServer.start(["--sandbox", request.param, "--pool", "1", "--max-inflight", "1",
+                                  "--max-queued", "2", "--auth-token", token, "--log-level", "info"],
+                                 log_path=log, timeout_s=120)
+    yield CliServer(srv.url, srv.proc, token)
+    srv.stop()
 
 
 # ---- tasks used across the tests ------------------------------------------------------

@@ -26,12 +26,12 @@ pytestmark = pytest.mark.skipif(not _bwrap_available(), reason="no bwrap binary"
 
 @pytest.fixture(scope="module")
 def live_server(tmp_path_factory):
-    from trainer.demo import start_server, stop_server
+    from reward_server.local import SubprocessServer
 
     log = tmp_path_factory.mktemp("server") / "server.log"
-    proc, url = start_server("bwrap", log_path=log, timeout_s=120)
-    yield url
-    stop_server(proc)
+    server = SubprocessServer.start(["--sandbox", "bwrap", "--text-logs"], log_path=log, timeout_s=120)
+    yield server.url
+    server.stop()
 
 
 def test_scorer_round_trip(live_server):
