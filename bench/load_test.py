@@ -431,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
         args.faults = True
         args.rss_batches = max(args.rss_batches, 400)
 
-    from tests.server.conftest import start_server  # noqa: PLC0415
+    from reward_server.local import InProcessServer  # noqa: PLC0415
 
-    server = start_server(sandbox=args.sandbox, pool_size=args.pool, max_inflight_jobs=args.max_inflight,
+    server = InProcessServer.start(sandbox=args.sandbox, pool_size=args.pool, max_inflight_jobs=args.max_inflight,
                           max_queued_jobs=args.max_queued)
     max_inflight = server.app.state.admission.max_inflight
     limit = max_inflight + args.max_queued
