@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import json
 import logging
 import os
 import time
@@ -34,9 +33,9 @@ from sandbox.jobs import (
     refusal,
     run_message,
 )
-from sandbox.runner import languages, units
+from sandbox.runner import framing, languages, units
 from sandbox.runner.cpuclock import HARD_FACTOR
-from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
+from sandbox.runner.framing import MAX_FRAME
 from sandbox.runner.limits import allowed_cpus
 
 log = logging.getLogger("sandbox.pool")
@@ -75,15 +74,13 @@ class _Conn:
         self.cpu: int | None = None  # where its last job ran: its processes are still there
 
     async def send(self, obj: Any) -> None:
-        self.writer.write(encode_frame(obj))
-        await self.writer.drain()
+        await framing.write_frame(self.writer, obj)
 
     async def recv(self) -> Any:
-        header = await self.reader.readexactly(HEADER.size)
-        (size,) = HEADER.unpack(header)
-        if size > MAX_FRAME:
-            raise RunnerLost("oversized frame from runner")
-        return json.loads(await self.reader.readexactly(size))
+        try:
+            return await framing.read_frame(self.reader)
+        except framing.FrameError as exc:
+            raise RunnerLost(f"bad frame from runner: {exc}") from None
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
@@ -483,8 +480,10 @@ class SandboxPool:
                 conn.close()
 
     async def _ping(self, conn: _Conn, refusal_ok: bool = False) -> None:
-        await conn.send({"op": "ping"})
-        ev = await conn.recv()
+        try:
+            ev = await framing.ping(conn.reader, conn.writer)
+        except framing.FrameError as exc:
+            raise RunnerLost(f"bad frame from runner: {exc}") from None
         if ev.get("event") == "pong" or (refusal_ok and ev.get("event") == "infra_error"):
             said = ev.get("languages")
             if isinstance(said, list) and all(isinstance(x, str) for x in said):

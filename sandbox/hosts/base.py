@@ -58,14 +58,9 @@ async def wait_for_socket(path: str, timeout: float, alive=None) -> None:
             raise RunnerStartError("runner exited during start-up")
         if os.path.exists(path):
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), 2)
-                writer.write(framing.encode_frame({"op": "ping"}))
-                await writer.drain()
-                header = await asyncio.wait_for(reader.readexactly(4), 5)
-                await reader.readexactly(int.from_bytes(header, "big"))
-                writer.close()
+                await framing.ping_path(path, 5)  # any answer: it is up
                 return
-            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError) as exc:
+            except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, framing.FrameError) as exc:
                 last = exc
         await asyncio.sleep(0.05)
     raise RunnerStartError(f"runner socket {path} not ready after {timeout}s: {last}")

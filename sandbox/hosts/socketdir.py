@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import glob
-import json
 import logging
 import os
 
-from sandbox.runner.framing import HEADER, MAX_FRAME, encode_frame
+from sandbox.runner import framing
 
 from .base import Host, RunnerHandle, RunnerStartError
 
@@ -86,20 +85,8 @@ class SocketDirHost(Host):
         return True
 
     async def _ping(self, path: str) -> bool:
-        writer = None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path, limit=MAX_FRAME),
-                                                    self.probe_timeout)
-            writer.write(encode_frame({"op": "ping"}))
-            await writer.drain()
-            header = await asyncio.wait_for(reader.readexactly(HEADER.size), self.probe_timeout)
-            (size,) = HEADER.unpack(header)
-            if size > MAX_FRAME:
-                return False
-            ev = json.loads(await asyncio.wait_for(reader.readexactly(size), self.probe_timeout))
-            return ev.get("event") == "pong"
-        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, ValueError):
+            ev = await framing.ping_path(path, self.probe_timeout)
+        except (OSError, asyncio.TimeoutError, asyncio.IncompleteReadError, framing.FrameError):
             return False
-        finally:
-            if writer is not None:
-                writer.close()
+        return isinstance(ev, dict) and ev.get("event") == "pong"

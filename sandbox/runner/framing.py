@@ -1,4 +1,6 @@
-"""Length-prefixed JSON frames over stream sockets (4-byte big-endian length)."""
+"""Length-prefixed JSON frames over stream sockets (4-byte big-endian length): the one codec
+every side speaks, blocking (the runner's processes), incremental (what an event loop or a
+poll feeds) and asyncio streams (the server), and the one ping a runner answers."""
 
 from __future__ import annotations
 
@@ -38,10 +40,24 @@ class FrameError(Exception):
 class OversizeFrame(FrameError):
     """A frame's header announced more bytes than the reader accepts."""
 
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(f"frame of {size} bytes exceeds {limit}")
+        self.size = size
+        self.limit = limit
+
 
 class MalformedFrame(FrameError):
     """The bytes are not one JSON value in UTF-8 (or a bound of the decoder was hit, such as
     the 4300-digit limit on integers)."""
+
+
+def body_size(header: bytes | bytearray | memoryview, limit: int) -> int:
+    """The body length the header at the start of `header` announces: the one place a
+    header is read, and a frame over `limit` refused before any of its body is."""
+    (size,) = HEADER.unpack_from(header)
+    if size > limit:
+        raise OversizeFrame(size, limit)
+    return size
 
 
 def encode_frame(obj: Any, errors: str = "surrogatepass") -> bytes:
@@ -86,10 +102,7 @@ def recv_frame(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
     header = _recv_exact(sock, HEADER.size)
     if header is None:
         return None
-    (size,) = HEADER.unpack(header)
-    if size > limit:
-        raise OversizeFrame(f"frame of {size} bytes exceeds {limit}")
-    body = _recv_exact(sock, size)
+    body = _recv_exact(sock, body_size(header, limit))
     if body is None:
         raise FrameError("connection closed inside a frame")
     return decode_body(body)
@@ -108,10 +121,7 @@ def recv_answer(sock: socket.socket, limit: int = MAX_FRAME) -> Any:
         return None
     if len(data) < HEADER.size:
         data += _recv_rest(sock, HEADER.size - len(data))
-    (size,) = HEADER.unpack_from(data)
-    if size > limit:
-        raise OversizeFrame(f"frame of {size} bytes exceeds {limit}")
-    end = HEADER.size + size
+    end = HEADER.size + body_size(data, limit)
     if len(data) < end:
         data += _recv_rest(sock, end - len(data))
     elif len(data) > end:
@@ -161,6 +171,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes | None:
     return b"".join(chunks)
 
 
+PARTIAL = object()  # FrameReader.take: the buffer holds no whole frame yet
+
+
 class FrameReader:
     """Incremental decoder for non-blocking reads: feed bytes, take whole frames."""
 
@@ -168,16 +181,62 @@ class FrameReader:
         self.limit = limit
         self.buf = bytearray()
 
+    def take(self, limit: int | None = None) -> Any:
+        """The next whole frame in the buffer (its bytes gone from it), else PARTIAL; a reader
+        whose bound changes from frame to frame passes it here."""
+        buf = self.buf
+        if len(buf) < HEADER.size:
+            return PARTIAL
+        end = HEADER.size + body_size(buf, self.limit if limit is None else limit)
+        if len(buf) < end:
+            return PARTIAL
+        body = bytes(buf[HEADER.size : end])
+        del buf[:end]
+        return decode_body(body)
+
     def feed(self, data: bytes) -> list[Any]:
         self.buf += data
         frames = []
-        while len(self.buf) >= HEADER.size:
-            (size,) = HEADER.unpack_from(self.buf)
-            if size > self.limit:
-                raise OversizeFrame(f"frame of {size} bytes exceeds {self.limit}")
-            if len(self.buf) < HEADER.size + size:
-                break
-            body = bytes(self.buf[HEADER.size : HEADER.size + size])
-            del self.buf[: HEADER.size + size]
-            frames.append(decode_body(body))
+        while (frame := self.take()) is not PARTIAL:
+            frames.append(frame)
         return frames
+
+
+# asyncio streams: the server's side of a runner connection. asyncio is imported where it is
+# used: the runner's own processes speak the blocking calls above and never load it.
+
+async def read_frame(reader: Any, limit: int = MAX_FRAME) -> Any:
+    """One frame from an asyncio.StreamReader (IncompleteReadError when the peer hangs up)."""
+    size = body_size(await reader.readexactly(HEADER.size), limit)
+    return decode_body(await reader.readexactly(size))
+
+
+async def write_frame(writer: Any, obj: Any) -> None:
+    """One frame to an asyncio.StreamWriter, waiting until the transport takes it."""
+    writer.write(encode_frame(obj))
+    await writer.drain()
+
+
+PING = {"op": "ping"}
+
+
+async def ping(reader: Any, writer: Any, timeout: float | None = None) -> Any:
+    """A runner's answer to the one ping (a pong with its languages, or an infra_error
+    when it refuses work), on an open connection; TimeoutError past `timeout`."""
+    import asyncio
+
+    await write_frame(writer, PING)
+    if timeout is None:
+        return await read_frame(reader)
+    return await asyncio.wait_for(read_frame(reader), timeout)
+
+
+async def ping_path(path: str, timeout: float) -> Any:
+    """The one ping on a fresh connection to the runner socket at `path`, closed after."""
+    import asyncio
+
+    reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path, limit=MAX_FRAME), timeout)
+    try:
+        return await ping(reader, writer, timeout)
+    finally:
+        writer.close()

@@ -93,7 +93,12 @@ class ControlChannel:
         self.mode = mode
         self.state = "syntax"
         self.load = Load()
-        self.buf = bytearray()
+        self.reader = framing.FrameReader()
+
+    @property
+    def buf(self) -> bytearray:
+        """The bytes of a frame not yet whole."""
+        return self.reader.buf
 
     @property
     def settled(self) -> bool:
@@ -104,32 +109,27 @@ class ControlChannel:
         """Take bytes read from the channel; True when a frame moved the state on. Raises
         Violation; keeps at most one allowed frame's bytes."""
         moved = False
-        self.buf += data
-        while self.buf:
+        buf = self.reader.buf
+        buf += data
+        while buf:
             if self.settled:
-                self.buf.clear()
+                buf.clear()
                 raise Violation(flags.CONTROL_CHANNEL, f"wrote to its control channel in state {self.state}")
             limit, check = _STATES[self.state]
-            if len(self.buf) < framing.HEADER.size:
-                break
-            (size,) = framing.HEADER.unpack_from(self.buf)
-            if size > limit:
-                self.buf.clear()
-                raise Violation(flags.OVERSIZE_FRAME, f"a frame of {size} bytes where at most {limit} fit")
-            end = framing.HEADER.size + size
-            if len(self.buf) < end:
-                break
-            body = bytes(self.buf[framing.HEADER.size : end])
-            del self.buf[:end]
             try:
-                frame = framing.decode_body(body)
+                frame = self.reader.take(limit)
+            except framing.OversizeFrame as exc:
+                buf.clear()
+                raise Violation(flags.OVERSIZE_FRAME, f"a frame of {exc.size} bytes where at most {limit} fit") from None
             except framing.FrameError as exc:
-                self.buf.clear()
+                buf.clear()
                 raise Violation(flags.MALFORMED_FRAME, str(exc)) from None
+            if frame is framing.PARTIAL:
+                break
             try:
                 check(frame, self.load)
             except Violation:
-                self.buf.clear()
+                buf.clear()
                 raise
             self._advance()
             moved = True

@@ -3,6 +3,7 @@ frame a loader can send is accepted, everything else is a Violation with the rig
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import os
 
@@ -93,6 +94,27 @@ def test_framing_decode_errors_are_frame_errors():
     with pytest.raises(framing.OversizeFrame):
         framing.FrameReader(limit=10).feed(framing.HEADER.pack(11))
     assert framing.encode_frame({"m": "a\ud800"}, errors="replace").endswith(b'"a?"}')
+
+
+def test_async_frames_read_by_the_same_rules():
+    """The server's side of a runner connection (asyncio streams) reads a frame as the runner's
+    blocking and incremental readers do: the same header bound, the same body check."""
+
+    async def read(data: bytes, limit: int = framing.MAX_FRAME) -> object:
+        reader = asyncio.StreamReader()
+        reader.feed_data(data)
+        reader.feed_eof()
+        return await framing.read_frame(reader, limit)
+
+    assert asyncio.run(read(frame({"event": "pong", "languages": ["python"]}))) == {"event": "pong",
+                                                                                  "languages": ["python"]}
+    with pytest.raises(framing.OversizeFrame):
+        asyncio.run(read(framing.HEADER.pack(11) + b"x" * 11, limit=10))
+    for body in ("{{{", "{} {}", " {}"):
+        with pytest.raises(framing.MalformedFrame):
+            asyncio.run(read(raw(body)))
+    with pytest.raises(asyncio.IncompleteReadError):
+        asyncio.run(read(framing.HEADER.pack(5) + b"{}"))
 
 
 def test_files_write_names_each_bad_entry(tmp_path):
