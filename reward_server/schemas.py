@@ -282,6 +282,8 @@ class ScoreResponse(BaseModel):
                                 "extract_mode": "last_python_fence",
                                 "code_chars": 34,
                                 "wall_s": 0.01,
+                                "runner": "bwrap-0-pid4711",
+                                "flags": [],
                             },
                         }
                     ]
