@@ -16,6 +16,7 @@ import asyncio
 import os
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -138,7 +139,8 @@ async def pool_only(items: list[dict], kind: str, size: int | None, rounds: int)
 
 async def via_http(items: list[dict], kind: str, size: int | None, rounds: int, batch: int) -> tuple[list[float], list]:
     args = ["--sandbox", kind, "--log-level", "warning", *(["--pool", str(size)] if size else [])]
-    server = await asyncio.to_thread(SubprocessServer.start, args, None, 120)
+    log = Path(tempfile.gettempdir()) / "server_e2e-server.log"  # its tail is quoted if the server fails to start
+    server = await asyncio.to_thread(SubprocessServer.start, args, log, 120)
     try:
         async with AsyncRewardClient(server.url, max_batch=batch, timeout=600) as client:
             await client.score(items[:32])  # warm
