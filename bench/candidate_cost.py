@@ -57,7 +57,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=500)
     ap.add_argument("--calls", type=int, default=8, help="calls per candidate")
     a = ap.parse_args()
-    from sandbox.runner import codec, framing, limits, spawner
+    from sandbox.runner import cleanup, codec, framing, spawner
 
     cg = _cgroup()
     base = tempfile.mkdtemp(prefix="vr-candidate-cost-")
@@ -70,7 +70,7 @@ def main() -> None:
         return data, fds
 
     def one() -> None:
-        limits.make_scratch(base, "s0", UID)
+        cleanup.make_scratch(base, "s0", UID)
         sock.send(spawner.SPAWN)
         data, fds = note()
         while data[:1] != b"S":
@@ -87,7 +87,7 @@ def main() -> None:
             reply = framing.recv_frame(ctrl)
             if not (isinstance(reply, dict) and reply.get("ok")):
                 raise SystemExit(f"candidate answered {reply!r}")
-        limits.kill_group(cpid)
+        cleanup.kill_group(cpid)
         ctrl.close()
         for fd in fds[1:]:
             os.close(fd)
@@ -126,7 +126,7 @@ def main() -> None:
             with open("/sys/fs/cgroup/cpuacct/tasks", "w") as fh:
                 fh.write(str(os.getpid()))
             os.rmdir(cg)
-        limits.remove_tree(scratch)
+        cleanup.remove_tree(scratch)
         os.rmdir(scratch) if os.path.isdir(scratch) else None
         os.rmdir(base)
 

@@ -35,8 +35,8 @@ from sandbox.jobs import (
 )
 from sandbox.runner import framing, languages, units
 from sandbox.runner.cpuclock import HARD_FACTOR
+from sandbox.runner.cpus import allowed_cpus
 from sandbox.runner.framing import MAX_FRAME
-from sandbox.runner.limits import allowed_cpus
 
 log = logging.getLogger("sandbox.pool")
 

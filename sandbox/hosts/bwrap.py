@@ -31,13 +31,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from sandbox import runtimes
+from sandbox.runner import cgroup as runner_cgroup
 from sandbox.runner import languages as runner_languages
-from sandbox.runner import limits as runner_limits
 from sandbox.runner import slotns, uidlease
+from sandbox.runner.cgroup import make_memcg, remove_memcg, remove_orphan_memcgs
 from sandbox.runner.languages import packages, pch, typescript
 from sandbox.runner.languages.table import TABLE, TYPESCRIPT_IN_TREE
 
@@ -50,8 +50,6 @@ RUNNER_CAPS = ("CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_CHOWN", "CAP_DAC_OVE
 STARTUP_CAPS = ("CAP_SYS_ADMIN",)
 CODE_ROOT = "/opt/verireward"
 SCRATCH_BASE = "/tmp/sbx"
-MEMCG_ROOTS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")  # v1 memory controller, else v2
-MEMCG_PARENT = "verireward"
 MOUNTNS = Path(__file__).resolve().parent / "mountns.py"
 FALLBACK_LIB_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64")
 # with toolchains=True: their links (/bin -> usr/bin), and all of them where there is no dpkg database
@@ -241,7 +239,7 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
         "--dev", "/dev",
         # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; with slot_shm
         # each slot's keeper mounts one of its own over this one (sandbox.runner.slotns); what
-        # a job leaves there is removed after it (limits.remove_files_of)
+        # a job leaves there is removed after it (cleanup.remove_files_of)
         "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
         "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/run",
@@ -250,7 +248,7 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     if scratch_dir is not None:
         cmd += ["--bind", scratch_dir, SCRATCH_BASE]
     if memcg_dir is not None:
-        cmd += ["--bind", memcg_dir, runner_limits.JOB_CGROUP_DIR]
+        cmd += ["--bind", memcg_dir, runner_cgroup.JOB_CGROUP_DIR]
     cmd += ["--chdir", "/"]
     slot_shm = slot_shm if os.geteuid() == 0 else None
     if os.geteuid() == 0:
@@ -302,68 +300,6 @@ def scratch_mounts(scratch_dir: str, *, slots: int, slot_mb: int, slot_inodes: i
     for k in range(slots):
         args += ["--tmpfs", os.path.join(scratch_dir, f"s{k}"), str(slot_mb << 20), str(slot_inodes), "0700"]
     return args
-
-
-def memcg_root() -> str | None:
-    """Where this host may make memory cgroups (cgroup v1's memory controller, or a v2
-    hierarchy with the memory controller), or None."""
-    for root in MEMCG_ROOTS:
-        if os.path.exists(os.path.join(root, "memory.limit_in_bytes")) or (
-            root == "/sys/fs/cgroup" and os.path.exists(os.path.join(root, "cgroup.subtree_control"))
-        ):
-            if os.access(root, os.W_OK):
-                return root
-    return None
-
-
-def make_memcg(base: int, slots: int) -> str | None:
-    """The runner's memory cgroup (named after its uid block) with one child per slot."""
-    root = memcg_root()
-    if root is None or os.geteuid() != 0:
-        return None
-    parent = os.path.join(root, MEMCG_PARENT)
-    path = os.path.join(parent, f"uid-{base}")
-    try:
-        os.makedirs(path, exist_ok=True)
-        if not os.path.exists(os.path.join(root, "memory.limit_in_bytes")):  # v2: delegate memory
-            for d in (root, parent, path):
-                runner_limits.write_control(os.path.join(d, "cgroup.subtree_control"), "+memory")
-        for k in range(slots):
-            os.makedirs(os.path.join(path, f"s{k}"), exist_ok=True)
-    except OSError:
-        remove_memcg(path)
-        return None
-    return path
-
-
-def remove_memcg(path: str | None, wait_s: float = 0.0) -> None:
-    """Remove a runner's cgroups (children first); waits up to `wait_s` for its last processes."""
-    if not path:
-        return
-    deadline = time.monotonic() + wait_s
-    while True:
-        with contextlib.suppress(OSError):
-            for child in os.listdir(path):
-                if os.path.isdir(os.path.join(path, child)):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(os.path.join(path, child))
-        with contextlib.suppress(OSError):
-            os.rmdir(path)
-        if not os.path.exists(path) or time.monotonic() >= deadline:
-            return
-        time.sleep(0.05)
-
-
-def remove_orphan_memcgs() -> None:
-    """Cgroups of runners whose uid lease nobody holds any more (a crashed server's)."""
-    root = memcg_root()
-    if root is None:
-        return
-    parent = os.path.join(root, MEMCG_PARENT)
-    with contextlib.suppress(OSError):  # no lease directory either: nothing of ours to judge
-        for name in os.listdir(parent):
-            if name.startswith("uid-") and name[4:].isdigit() and not uidlease.held(int(name[4:])):
-                remove_memcg(os.path.join(parent, name))
 
 
 class BwrapHost(Host):

@@ -20,7 +20,7 @@ import sys
 import types
 from importlib.machinery import SourceFileLoader  # imported here, once: in a candidate it costs ~1 ms
 
-from . import codec, compileview, framing, limits
+from . import cgroup, codec, compileview, framing, limits
 
 _template_ready = False
 _template_scratch: str | None = None
@@ -315,14 +315,8 @@ def _enter_jail(msg: dict) -> None:
         _point_at_scratch(msg["scratch"], msg.get("hide_prefix", "\0"))
     lim = msg.get("limits")
     if lim is not None:  # else the supervisor set them on this process already (prlimit)
-        limits.apply_rlimits(
-            memory_mb=lim["memory_mb"],
-            nproc=lim["nproc"],
-            fsize_mb=lim["fsize_mb"],
-            nofile=lim["nofile"],
-            cpu_s=lim["cpu_s"],
-        )
-    limits.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
+        limits.Rlimits.from_message(lim).apply()
+    cgroup.cap_job_memory()  # bwrap host: the job's processes together, in the slot's cgroup
     limits.give_pipes(msg["uid"])
     limits.drop_privileges(msg["uid"])
 

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import flags, framing, limits, spawner, verdict
+from . import cleanup, cpus, flags, framing, limits, spawner, verdict
 from .progress import Progress
 from .protocol import ControlChannel, Violation
 
@@ -46,8 +46,9 @@ class Candidate:
     """One candidate process and the descriptors we hold to it."""
 
     def __init__(self, pid: int, ctrl: socket.socket | None, stdin_w: int, stdout_r: int, stderr_r: int,
-                 mode: str) -> None:
+                 mode: str, meter: OutputMeter) -> None:
         self.pid = pid
+        self.meter = meter  # its job's: what it writes is charged there
         self.ctrl = ctrl
         self.stdin_w = stdin_w
         self.stdout_r = stdout_r
@@ -190,7 +191,6 @@ class Children:
         self.v: VerdictProc | None = None
         # made after the spawner was forked, so no candidate process ever maps this page
         self.progress = Progress()
-        self.meter = OutputMeter(1 << 20, KEEP_BYTES)  # each job puts its own
         self.cpu: int | None = None  # the CPU this job's processes keep to, if the client gave one
         self._client: socket.socket | None = None
         self.pinned_ever = False
@@ -307,7 +307,7 @@ class Children:
             return
         # the output limit is per test: charge this output to the test running now
         index = self.progress.current()[0] if self.v is not None and self.v.busy else None
-        self.meter.charge(stream, data, index)
+        c.meter.charge(stream, data, index)
 
     def _write_stdin(self, c: Candidate) -> None:
         try:
@@ -332,9 +332,9 @@ class Children:
             raise InfraFailure(f"spawner unreachable: {exc}") from None
         self.spawn_pending = True
 
-    def take_candidate(self, mode: str) -> Candidate:
+    def take_candidate(self, mode: str, meter: OutputMeter) -> Candidate:
         """A fresh candidate (usually forked already, while the previous answer was read),
-        its descriptors watched."""
+        its descriptors watched, its output charged to `meter` (its job's)."""
         self.request_spawn()
         deadline = time.monotonic() + 10
         while not self._spawned:
@@ -347,7 +347,7 @@ class Children:
             raise InfraFailure("spawner sent a bad reply")
         ctrl = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, 0, fileno=fds[0])  # no probing syscalls
         ctrl.setblocking(False)
-        c = Candidate(pid, ctrl, fds[1], fds[2], fds[3], mode)
+        c = Candidate(pid, ctrl, fds[1], fds[2], fds[3], mode, meter)
         for fd in fds[1:]:
             os.set_blocking(fd, False)
         self.sel.register(c.ctrl, READ, ("cctrl", c))
@@ -358,7 +358,7 @@ class Children:
     def kill_candidate(self, c: Candidate) -> None:
         if not c.killed:
             c.killed = True
-            limits.kill_group(c.pid)
+            cleanup.kill_group(c.pid)
             if c.ctrl is not None:  # the spawner's child (a launched program: its launcher's, compiled.py)
                 self.dying.append(c.pid)
         if c.ctrl is not None:
@@ -386,7 +386,7 @@ class Children:
         """Until the candidate's loader said all it may (True), or it died, hung, broke the
         protocol or a limit (False)."""
         while not c.channel.settled:
-            if c.eof or c.killed or self.meter.over_limit or time.monotonic() >= deadline:
+            if c.eof or c.killed or c.meter.over_limit or time.monotonic() >= deadline:
                 return False
             self.pump(deadline - time.monotonic())
         return True
@@ -405,8 +405,8 @@ class Children:
 
     def death_status(self, c: Candidate, timed_out: bool) -> tuple[str, str]:
         """Why a candidate stopped answering, from what we did and what the kernel said."""
-        if self.meter.over_limit:
-            return "output_limit", f"output exceeded {self.meter.limit} bytes"
+        if c.meter.over_limit:
+            return "output_limit", f"output exceeded {c.meter.limit} bytes"
         if timed_out:
             return "timeout", "wall-clock limit exceeded"
         if c.violation is not None:
@@ -430,25 +430,18 @@ class Children:
             self.pump(deadline - time.monotonic())
         return self.exits.get(pid)  # kept: the cleanup waits on the same notes
 
-    def load_message(self, c: Candidate, op: str, program: str, scratch: str, lim: dict, n_units: int) -> dict:
+    def load_message(self, c: Candidate, op: str, program: str, scratch: str, rl: limits.Rlimits) -> dict:
         """The candidate's first frame. Its resource limits are set from here (prlimit on a
         process that is still ours): every object a fresh candidate touches is a page it
         copies, so it does as little as it can itself. Sent along only where that failed."""
         msg = {"op": op, "program": program, "scratch": scratch, "uid": self.c_uid,
                "hide_prefix": self.cfg.get("hide_prefix", "\0")}
-        rl = {
-            "memory_mb": lim["memory_mb"],
-            "nproc": lim["nproc"],
-            "fsize_mb": lim["fsize_mb"],
-            "nofile": lim["nofile"],
-            "cpu_s": int(lim["timeout_s"] * (n_units + 1)) + 1,
-        }
         try:
-            limits.apply_rlimits(pid=c.pid, **rl)
+            rl.apply(pid=c.pid)
         except (OSError, ValueError):
-            msg["limits"] = rl
+            msg["limits"] = rl.to_message()
         if self.pinned_ever:  # it may have been forked while the spawner kept to another CPU
-            limits.pin_cpu(self.cpu, pid=c.pid)  # still ours: it drops its uid on this message
+            cpus.pin_cpu(self.cpu, pid=c.pid)  # still ours: it drops its uid on this message
         return msg
 
     # ----------------------------------------------------------------- verdict
@@ -481,7 +474,7 @@ class Children:
                 os.closerange(keep + 1, 65536)
                 os.setsid()
                 os.chdir("/")
-                limits.apply_rlimits(memory_mb=memory_mb, nproc=4, fsize_mb=0, nofile=64, cpu_s=1 << 30)
+                limits.Rlimits(memory_mb=memory_mb, nproc=4, fsize_mb=0, nofile=64, cpu_s=1 << 30).apply()
                 limits.drop_privileges(self.v_uid)
                 verdict.serve(theirs, self.progress)
             except BaseException:  # noqa: BLE001
@@ -497,7 +490,7 @@ class Children:
         v, self.v = self.v, None
         if not v:
             return
-        limits.kill_group(v.pid)
+        cleanup.kill_group(v.pid)
         self.sel.unregister(v.sock)
         v.sock.close()
         try:
@@ -560,22 +553,22 @@ class Children:
     def keep_to(self, cpu: object) -> None:
         """Keep this connection's processes (us, the spawner, the verdict process, the job's
         candidates) on the CPU the client chose for this job, or let them all float."""
-        want = cpu if type(cpu) is int and cpu in limits.allowed_cpus() else None
+        want = cpu if type(cpu) is int and cpu in cpus.allowed_cpus() else None
         if want == self.cpu:
             return
         self.cpu = want
         self.pinned_ever = True
-        limits.pin_cpu(want)
-        limits.pin_cpu(want, pid=self.spawner_pid)
+        cpus.pin_cpu(want)
+        cpus.pin_cpu(want, pid=self.spawner_pid)
 
     def shutdown(self) -> None:
         for pid, fds in self._spawned:
-            limits.kill_group(pid)
+            cleanup.kill_group(pid)
             for fd in fds:
                 os.close(fd)
         self.kill_verdict()
-        limits.kill_group(self.spawner_pid)
-        limits.kill_uids({self.c_uid, self.v_uid})
+        cleanup.kill_group(self.spawner_pid)
+        cleanup.kill_uids({self.c_uid, self.v_uid})
 
 
 def close_fd(c: Candidate, attr: str) -> None:

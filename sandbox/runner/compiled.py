@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import compileview, languages, limits, spawner
+from . import compileview, languages, limits, procfs, spawner
 from .children import READ, WRITE, Candidate, Children, InfraFailure, OutputMeter, close_fd
 from .compile_cache import BuildDir, CompileCache, Entry, remove_entry_at
 from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
 from .languages import Language, harness, pch
-from .script import ExecRun, ScriptEnd, StdioRun, _await_end, encode_stdin, feed_stdin
+from .script import ExecRun, RunSlice, ScriptEnd, StdioRun, _await_end, encode_stdin, feed_stdin
 
 COMPILE_TIMEOUT_S = 20.0
 COMPILE_WALL_MARGIN_S = 2.0  # a compile's wall-clock limit: its CPU limit plus this
@@ -86,6 +86,12 @@ class Limits:
     idle_s: float = 0.0  # cut the process after this long without CPU (0: never; a compile's)
     compile_view: bool = False  # a compiler: reads only the files it needs, /dev only null, zero, urandom
 
+    def rlimits(self, timeout_s: float, n_units: int = 0, extra_nproc: int = 0) -> limits.Rlimits:
+        """The jail's rlimits for a process of these limits (RLIMIT_DATA and the stack come on top:
+        `set_runtime_limits`), its RLIMIT_CPU sized for `n_units` tests of `timeout_s`."""
+        return limits.Rlimits.for_tests(timeout_s, n_units, memory_mb=self.as_mb, nproc=self.nproc + extra_nproc,
+                                        fsize_mb=self.fsize_mb, nofile=self.nofile)
+
 
 class CompileClock(TestClock):
     """A compile's limits: `limit_s` of CPU, a wall clock of `limit_s + margin_s` (a compiler
@@ -135,7 +141,7 @@ def make_clock(lim: Limits, started: float, cpu_at_start: float | None) -> TestC
 
 
 def set_runtime_limits(pid: int, lim: Limits) -> None:
-    """On a fresh candidate (still ours: before it joins its memory cgroup, limits.cap_job_memory):
+    """On a fresh candidate (still ours: before it joins its memory cgroup, cgroup.cap_job_memory):
     RLIMIT_DATA, and RLIMIT_CPU's soft limit a second below the hard one (its caller asks for a
     second more, so the soft limit is the timeout rounded up + 1 s), so a program past it
     gets SIGXCPU (a time-limit verdict) where a starved supervisor has not stopped it yet,
@@ -148,21 +154,19 @@ def set_runtime_limits(pid: int, lim: Limits) -> None:
             resource.prlimit(pid, resource.RLIMIT_CPU, (hard - 1, hard))
 
 
-def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, scratch: str, lim: Limits) -> ScriptEnd:
-    """Start `argv` as a fresh candidate (it execs it once jailed) and wait for its end."""
-    meter = ch.meter
-    c = ch.take_candidate("script")
-    meter.start_unit()
-    t0 = time.monotonic()
+def run_process(ch: Children, meter: OutputMeter, argv: list[str], env: dict[str, str], stdin: str, scratch: str,
+                lim: Limits) -> ScriptEnd:
+    """Start `argv` as a fresh candidate (it execs it once jailed), its output charged to
+    `meter`, and wait for its end."""
+    c = ch.take_candidate("script", meter)
+    run = RunSlice(meter)
     # as for Python scripts: the limit is the CPU its processes use, the wall clock a backstop
     uid = ch.c_uid if limits.can_switch_uid() else None
-    clock = make_clock(lim, t0, tree_cpu_s(c.pid, uid))
-    before = {k: len(v) for k, v in meter.kept.items()}
+    clock = make_clock(lim, run.t0, tree_cpu_s(c.pid, uid))
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
-    rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
-          "nofile": lim.nofile}
-    msg = ch.load_message(c, "execve", "", scratch, rl, 0)  # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
+    # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
+    msg = ch.load_message(c, "execve", "", scratch, lim.rlimits(lim.timeout_s + 1))
     msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb, compile_view=lim.compile_view)
     set_runtime_limits(c.pid, lim)
     if not ch.send_candidate(c, msg):
@@ -171,12 +175,7 @@ def run_process(ch: Children, argv: list[str], env: dict[str, str], stdin: str, 
         feed_stdin(ch, c)
         ch.wait_settled(c, clock.started + clock.hard_s)
         _await_end(ch, c, clock, uid, out)
-    ch.kill_candidate(c)
-    limits.kill_uids({ch.c_uid})
-    out.time_s = round(time.monotonic() - t0, 6)
-    out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
-    out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
-    return out
+    return run.end(ch, c, out)
 
 
 LAUNCHER_TESTS = 256  # tests one launcher starts before a fresh one (its own CPU stays far below RLIMIT_CPU)
@@ -197,9 +196,10 @@ class Launcher:
     process_vm_* are refused by the filter and a process that changed its uid is not
     dumpable, so nothing of the job can write into it; its pids are checked to be its children."""
 
-    def __init__(self, ch: Children, c: Candidate) -> None:
+    def __init__(self, ch: Children, c: Candidate, meter: OutputMeter) -> None:
         self.ch = ch
         self.c = c
+        self.meter = meter  # its job's: each program's output is charged there
         self.buf = b""
         self.pid = 0  # the program it started for the test that runs now
         self.error = 0  # errno of a spawn that failed
@@ -207,13 +207,13 @@ class Launcher:
         self.started = 0
 
     @classmethod
-    def start(cls, ch: Children, argv: list[str], env: dict[str, str], scratch: str, lim: Limits) -> Launcher | None:
+    def start(cls, ch: Children, meter: OutputMeter, argv: list[str], env: dict[str, str], scratch: str,
+              lim: Limits) -> Launcher | None:
         """A launcher for `argv`, jailed with the per-test limits `lim`; None where none came up."""
-        c = ch.take_candidate("script")
+        c = ch.take_candidate("script", meter)
         # the launcher is one of the uid's processes: one more, so the program keeps its nproc
-        rl = {"timeout_s": lim.timeout_s + 1, "memory_mb": lim.as_mb, "nproc": lim.nproc + 1,
-              "fsize_mb": lim.fsize_mb, "nofile": lim.nofile}
-        msg = ch.load_message(c, "launch", "", scratch, rl, 0)  # RLIMIT_CPU: each program's, as run_process's
+        # RLIMIT_CPU: each program's, as run_process's
+        msg = ch.load_message(c, "launch", "", scratch, lim.rlimits(lim.timeout_s + 1, extra_nproc=1))
         msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
         set_runtime_limits(c.pid, lim)
         if not (ch.send_candidate(c, msg) and ch.wait_settled(c, time.monotonic() + 10)
@@ -225,7 +225,7 @@ class Launcher:
         for attr in ("stdin_w", "stdout_r", "stderr_r"):  # its own pipes: nobody reads them
             ch.sel.unregister(getattr(c, attr))
             close_fd(c, attr)
-        launcher = cls(ch, c)
+        launcher = cls(ch, c, meter)
         ch.sel.register(c.ctrl, READ, ("call", launcher.readable))
         return launcher
 
@@ -278,7 +278,7 @@ class Launcher:
 
     def run(self, stdin: str, lim: Limits) -> ScriptEnd:
         """One test: the program started by the launcher on fresh pipes, judged as run_process does."""
-        ch, meter, out = self.ch, self.ch.meter, ScriptEnd()
+        ch, out = self.ch, ScriptEnd()
         self.pid, self.error, self.started = 0, 0, self.started + 1
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -294,9 +294,8 @@ class Launcher:
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
-        meter.start_unit()
-        t0 = time.monotonic()
-        deadline = t0 + 10
+        run = RunSlice(self.meter)
+        deadline = run.t0 + 10
         while not (self.pid or self.error or self.lost) and time.monotonic() < deadline:
             ch.pump(deadline - time.monotonic())
         if not self.pid:
@@ -304,12 +303,10 @@ class Launcher:
                 os.close(fd)
             if not self.error:
                 self._lose()
-            limits.kill_uids({ch.c_uid}, spare={self.c.pid})  # a program that killed its launcher at once
             why = os.strerror(self.error) if self.error > 0 else "the launcher did not answer"
             out.status, out.message, out.exit = "error", f"cannot run the program: {why}", None
-            out.time_s = round(time.monotonic() - t0, 6)
-            return out
-        c = Candidate(self.pid, None, in_w, out_r, err_r, "script")
+            return run.end(ch, None, out, spare={self.c.pid})  # a program that killed its launcher at once
+        c = Candidate(self.pid, None, in_w, out_r, err_r, "script", self.meter)
         for fd in (in_w, out_r, err_r):
             os.set_blocking(fd, False)
         ch.sel.register(out_r, READ, ("cout", c))
@@ -318,8 +315,7 @@ class Launcher:
         # the program's CPU counts from its exec (it has run a moment already); the launcher's is in the rest
         own = process_cpu_s(c.pid) or 0.0
         start = tree_cpu_s(c.pid, uid)
-        clock = TestClock(lim.timeout_s, lim.wall_factor, t0, None if start is None else start - own)
-        before = {k: len(v) for k, v in meter.kept.items()}
+        clock = TestClock(lim.timeout_s, lim.wall_factor, run.t0, None if start is None else start - own)
         c.pending_stdin = encode_stdin(stdin)
         try:
             if c.pending_stdin:
@@ -332,14 +328,10 @@ class Launcher:
         note = ch.exits.get(c.pid)
         if note is None or note is LOST:  # it never said how the run ended (stopped, killed): not used again
             self._lose()
-        limits.kill_uids({ch.c_uid}, spare=set() if self.lost else {self.c.pid})
         if note is LOST:
             out.status, out.exit = "error", None
             out.message = "the program's launcher ended before the program did (the program killed it)"
-        out.time_s = round(time.monotonic() - t0, 6)
-        out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
-        out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
-        return out
+        return run.end(ch, c, out, spare=set() if self.lost else {self.c.pid})
 
     def close(self) -> None:
         self._lose()
@@ -349,11 +341,8 @@ class Launcher:
 def _parent_of(pid: int) -> int | None:
     """The parent of a living (or not yet reaped) process; 0 while it is reaped, None where there
     is no such process (one reaped while its file is read reads as empty)."""
-    try:
-        data = limits.read_proc(f"/proc/{pid}/stat")
-        return int(data[data.rindex(b")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
+    st = procfs.stat(pid)
+    return None if st is None else st.ppid
 
 
 def job_env(lang: Language, scratch: str) -> dict[str, str]:
@@ -459,12 +448,9 @@ def _compile(ch: Children, cache: CompileCache, key: str, lang: Language, argv: 
                       nproc=max(lang.compile_nproc, int(lim["nproc"])), fsize_mb=COMPILE_FSIZE_MB, nofile=256,
                       wall_margin_s=COMPILE_WALL_MARGIN_S, idle_s=COMPILE_IDLE_S if uid is not None else 0.0,
                       compile_view=True)
-        job_meter = ch.meter
-        ch.meter = OutputMeter(COMPILE_OUTPUT_BYTES, COMPILE_KEEP_BYTES)
-        try:
-            end = run_process(ch, argv, job_env(lang, scratch), "", scratch, plim)
-        finally:
-            ch.meter = job_meter
+        # the compiler's output is its own: counted and kept apart from the program's
+        end = run_process(ch, OutputMeter(COMPILE_OUTPUT_BYTES, COMPILE_KEEP_BYTES), argv, job_env(lang, scratch), "",
+                          scratch, plim)
         b = Build(ok=end.status == "finished" and end.exit == 0, cache="miss", status=end.status,
                   return_code=end.exit, time_s=end.time_s, message=end.message,
                   stdout=end.stdout.decode("utf-8", "replace"), stderr=end.stderr.decode("utf-8", "replace"))
@@ -612,7 +598,9 @@ class CompiledRun(StdioRun):
         mem = str(int(self.lim["memory_mb"]))
         argv = lang.argv(lang.shared, art=b.art, hart=h.art, main=lang.entry_name(self.program), memory_mb=mem,
                          heap_mb=mem)
-        return harness.SharedProcess(self.ch, argv, job_env(lang, self.scratch), self.scratch,
+        # the job's meter becomes one that cuts the harness's end lines out of its output
+        self.meter = harness.HarnessMeter(self.meter.limit, self.meter.keep)
+        return harness.SharedProcess(self.ch, self.meter, argv, job_env(lang, self.scratch), self.scratch,
                                      run_limits(lang, self.lim), len(self.cases))
 
     def run(self) -> None:
@@ -641,9 +629,10 @@ class CompiledRun(StdioRun):
             self.launcher.close()
             self.launcher = None
         if self.launcher is None and self.plim.data_mb >= LAUNCHER_MIN_DATA_MB:
-            self.launcher = Launcher.start(self.ch, self.argv, self.env, self.scratch, self.plim)
+            self.launcher = Launcher.start(self.ch, self.meter, self.argv, self.env, self.scratch, self.plim)
         if self.launcher is None:  # a fresh candidate that execs the program
-            return judge_end(self.lang, run_process(self.ch, self.argv, self.env, stdin, self.scratch, self.plim))
+            return judge_end(self.lang, run_process(self.ch, self.meter, self.argv, self.env, stdin, self.scratch,
+                                                    self.plim))
         return judge_end(self.lang, self.launcher.run(stdin, self.plim))
 
     def stop(self) -> None:
@@ -702,11 +691,11 @@ class CompiledExecRun(ExecRun):
             return
         stdin = self.msg.get("stdin", "")
         self.out = judge_end(self.lang, run_process(
-            self.ch, run_argv(self.lang, self.msg["program"], b.art, self.lim), job_env(self.lang, self.scratch),
+            self.ch, self.meter, run_argv(self.lang, self.msg["program"], b.art, self.lim), job_env(self.lang, self.scratch),
             stdin if isinstance(stdin, str) else "", self.scratch, run_limits(self.lang, self.lim)))
         from . import files  # noqa: PLC0415
 
-        got, self.notes = files.fetch_all(self.scratch, self.msg.get("fetch_files", []), self.ch.meter.keep)
+        got, self.notes = files.fetch_all(self.scratch, self.msg.get("fetch_files", []), self.meter.keep)
         self.files = {k: base64.b64encode(v).decode("ascii") for k, v in got.items()}
 
     def answer(self) -> dict:

@@ -12,12 +12,10 @@ it could have reached the limit at full speed.
 
 from __future__ import annotations
 
-import os
 import time
 
-from .limits import read_proc
+from . import procfs
 
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 MIN_STEP_S = 0.01  # re-arm at least this far ahead: a starved program gains CPU slowly
 
 
@@ -37,17 +35,6 @@ def process_cpu_s(pid: int) -> float | None:
         return None
 
 
-def _stat_times(pid: int) -> tuple[float, float, float] | None:
-    """(own utime+stime, reaped children's cutime+cstime, start time) in seconds (the start
-    since boot) from /proc/<pid>/stat."""
-    try:
-        data = read_proc(f"/proc/{pid}/stat")
-        f = data[data.rindex(b")") + 2 :].split()
-        return (int(f[11]) + int(f[12])) / _CLK_TCK, (int(f[13]) + int(f[14])) / _CLK_TCK, int(f[19]) / _CLK_TCK
-    except (OSError, ValueError, IndexError):
-        return None
-
-
 def tree_cpu_s(pid: int, uid: int | None, since: float | None = None, children_reaped: bool = True) -> float | None:
     """CPU seconds of a job's processes: the candidate `pid`, the children it reaped (where
     `children_reaped`), and (when every job has a uid of its own) the other processes of its
@@ -58,27 +45,16 @@ def tree_cpu_s(pid: int, uid: int | None, since: float | None = None, children_r
         return None
     total = own
     if children_reaped:
-        st = _stat_times(pid)
+        st = procfs.stat(pid)
         if st is not None:
-            total += st[1]
+            total += st.children_cpu_s
     if uid is None:
         return total
-    born_after = None if since is None else since + _boot_offset() - 1 / _CLK_TCK
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return total
-    for name in names:
-        if not name.isdigit() or int(name) == pid:
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-        except OSError:
-            continue
-        st = _stat_times(int(name))
-        if st is not None and (born_after is None or st[2] >= born_after):
-            total += st[0]
+    born_after = None if since is None else since + _boot_offset() - 1 / procfs.CLK_TCK
+    for other in procfs.owned_by((uid,), skip=pid):
+        st = procfs.stat(other)
+        if st is not None and (born_after is None or st.start_s >= born_after):
+            total += st.cpu_s
     return total
 
 
@@ -118,7 +94,7 @@ class TestClock:
 
     def check(self, now: float, cpu_now: float | None, delay_now: float | None = None) -> tuple[str, float]:
         """("cpu" | "wall" | "hard" | "", when to look again). `delay_now`: the process's run
-        queue delay so far (run_delay_s), counted from the first check on. Without a CPU
+        queue delay so far (procfs.run_delay_s), counted from the first check on. Without a CPU
         reading (the process is gone, or the clock was not readable at the start) only the
         wall clock counts."""
         if now < self.first_check:
@@ -152,14 +128,6 @@ class TestClock:
         why = "the program slept or waited" if not self.used else f"it used {self.used:.2f} s of CPU"
         waited = f", not counting {self.waited:.1f} s waiting for a CPU" if self.waited >= 0.05 else ""
         return f"wall-clock limit exceeded ({self.wall_s:g} s{waited}, the backstop of a {self.limit_s:g} s CPU limit: {why})"
-
-
-def run_delay_s(pid: int) -> float | None:
-    """Seconds `pid`'s main thread has waited on a run queue for a CPU (/proc/<pid>/schedstat)."""
-    try:
-        return int(read_proc(f"/proc/{pid}/schedstat", 256).split()[1]) / 1e9
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 HARD_FACTOR = 4  # the hard cap, in wall-clock backstops: bounds a job whatever the load

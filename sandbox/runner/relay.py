@@ -14,7 +14,8 @@ from collections.abc import Callable
 
 from . import flags, limits, units
 from .children import FLAG_OF_LOSS, GRACE_S, KEEP_BYTES, Candidate, Children, OutputMeter, ended_itself
-from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, run_delay_s, tree_cpu_s, wall_factor_of
+from .cpuclock import HARD_FACTOR, TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
+from .procfs import run_delay_s
 from .progress import MAX_TESTS, STATUSES
 from .protocol import Violation
 
@@ -42,7 +43,7 @@ class FunctionRun:
         self.stop_after: int | None = None  # the test that timed out; those after it are skipped
         self.clock: TestClock | None = None  # the running test's
         self.uid = ch.c_uid if limits.can_switch_uid() else None  # the job's own: its processes' CPU counts
-        ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
+        self.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.flags: set[str] = set()
         self.cand: Candidate | None = None
         self.outcome = {"syntax_ok": False, "runs": False, "message": ""}
@@ -112,17 +113,18 @@ class FunctionRun:
     def load(self, n_units: int) -> tuple[Candidate, dict]:
         """A fresh candidate with the program loaded; reports syntax and top-level outcome."""
         ch = self.ch
-        c = ch.take_candidate("function")
+        c = ch.take_candidate("function", self.meter)
         # loading the program is held to the same limits as one test: CPU, wall backstop
         clock = TestClock(self.timeout, self.wall_factor, time.monotonic(), process_cpu_s(c.pid))
-        ch.meter.start_unit()
+        self.meter.start_unit()
         outcome = {"syntax_ok": False, "runs": False, "message": ""}
-        if not ch.send_candidate(c, ch.load_message(c, "load", self.program, self.scratch, self.lim, n_units)):
+        rl = limits.Rlimits.of_job(self.lim, n_units)
+        if not ch.send_candidate(c, ch.load_message(c, "load", self.program, self.scratch, rl)):
             outcome["message"] = "candidate did not accept the program"
             return c, outcome
         wake, over = clock.first_check, ""
         while not (settled := ch.wait_settled(c, wake)):
-            if c.eof or c.killed or ch.meter.over_limit:
+            if c.eof or c.killed or self.meter.over_limit:
                 break
             over, wake = clock.check(time.monotonic(), tree_cpu_s(c.pid, self.uid), run_delay_s(c.pid))
             if over:
@@ -194,7 +196,7 @@ class FunctionRun:
         if self.stop_after is not None and i > self.stop_after:
             self.ch.give_candidate(None)  # skipped (record says so): no program loaded for it
             return
-        m = self.ch.meter
+        m = self.meter
         saved = (m.unit_out, m.over_limit, m.unit_index)
         self.cand, again = self.load(self.n)
         m.unit_out, m.over_limit, m.unit_index = saved
@@ -302,7 +304,7 @@ class FunctionRun:
         needed candidate, the results), the candidate's output, and deadlines."""
         ch, n, timeout = self.ch, self.n, self.timeout
         self.job_deadline = time.monotonic() + timeout * self.wall_factor * HARD_FACTOR * (n + 2) + 10
-        ch.meter.unit_index = -1
+        self.meter.unit_index = -1
         if not (self.go() if self.verdict_waits else self.start_verdict(0)):
             return
         while True:
@@ -312,7 +314,7 @@ class FunctionRun:
                 return
             if self.take_verdict_frames():
                 return
-            meter = ch.meter
+            meter = self.meter
             if meter.over_limit and self.cand and not self.cand.killed:
                 why = ("output_limit", f"output exceeded {meter.limit} bytes")
                 charged = meter.unit_index if meter.unit_index >= 0 else ch.progress.current()[0]

@@ -16,10 +16,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import files, framing, limits
+from . import cleanup, files, framing, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
 from .compare import StdoutMatcher
-from .cpuclock import TestClock, run_delay_s, tree_cpu_s, wall_factor_of
+from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
+from .procfs import run_delay_s
 
 FRAME_ROOM = framing.MAX_FRAME - (1 << 20)  # an exec answer's encoded size, with room for the rest
 
@@ -46,19 +47,39 @@ def encode_stdin(text: str) -> bytes:
         return text.encode("utf-8", "replace")
 
 
-def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) -> ScriptEnd:
-    """Run the program once; what it printed and how it ended."""
-    meter = ch.meter
-    c = ch.take_candidate("script")
-    meter.start_unit()
-    t0 = time.monotonic()
+class RunSlice:
+    """One run of a process: its share of the job's output meter and its time. Opened as the
+    run starts (the meter's per-test count restarts); `end` is the one tail of every such
+    run (script, compiled process, launched program): kill, the uid's processes killed,
+    the time, its output sliced from the meter."""
+
+    def __init__(self, meter: OutputMeter) -> None:
+        meter.start_unit()
+        self.meter = meter
+        self.t0 = time.monotonic()
+        self.before = {k: len(v) for k, v in meter.kept.items()}
+
+    def end(self, ch: Children, c: Candidate | None, out: ScriptEnd, spare: set[int] = frozenset()) -> ScriptEnd:
+        if c is not None:
+            ch.kill_candidate(c)
+        cleanup.kill_uids({ch.c_uid}, spare=spare)
+        out.time_s = round(time.monotonic() - self.t0, 6)
+        kept, before = self.meter.kept, self.before
+        out.stdout = bytes(kept["stdout"][before["stdout"]:])
+        out.stderr = bytes(kept["stderr"][before["stderr"]:])
+        return out
+
+
+def run_script(ch: Children, meter: OutputMeter, program: str, stdin: str, scratch: str, lim: dict) -> ScriptEnd:
+    """Run the program once, its output charged to `meter`; what it printed and how it ended."""
+    c = ch.take_candidate("script", meter)
+    run = RunSlice(meter)
     # the limit is the CPU the run's processes use, the wall clock a backstop (cpuclock.py)
     uid = ch.c_uid if limits.can_switch_uid() else None
-    clock = TestClock(float(lim["timeout_s"]), wall_factor_of(lim), t0, tree_cpu_s(c.pid, uid))
-    before = {k: len(v) for k, v in meter.kept.items()}
+    clock = TestClock(float(lim["timeout_s"]), wall_factor_of(lim), run.t0, tree_cpu_s(c.pid, uid))
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
-    if not ch.send_candidate(c, ch.load_message(c, "main", program, scratch, lim, 1)):
+    if not ch.send_candidate(c, ch.load_message(c, "main", program, scratch, limits.Rlimits.of_job(lim, 1))):
         out.status, out.message = "error", "candidate did not start"
     else:
         feed_stdin(ch, c)
@@ -69,17 +90,12 @@ def run_script(ch: Children, program: str, stdin: str, scratch: str, lim: dict) 
             meter.kept["stderr"] += why.encode("utf-8", "replace") + b"\n"
         else:
             _await_end(ch, c, clock, uid, out)
-    ch.kill_candidate(c)
-    limits.kill_uids({ch.c_uid})
-    out.time_s = round(time.monotonic() - t0, 6)
-    out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
-    out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
-    return out
+    return run.end(ch, c, out)
 
 
 def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, out: ScriptEnd) -> None:
     """Until the kernel says the program ended and its pipes are drained, or a limit hits."""
-    meter = ch.meter
+    meter = c.meter
     wake, over = clock.first_check, ""
     while (c.open_pipes > 0 or c.pid not in ch.exits) and not c.killed and not meter.over_limit:
         now = time.monotonic()
@@ -115,7 +131,7 @@ class StdioRun:
         self.lim = msg["limits"]
         self.scratch = scratch
         self.emit = emit
-        ch.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
+        self.meter = OutputMeter(int(self.lim["output_bytes"]), KEEP_BYTES)
         self.results: list[dict] = []
         self.syntax_ok, self.runs = True, False
         self.flags: set[str] = set()
@@ -131,7 +147,7 @@ class StdioRun:
         pass
 
     def run(self) -> None:
-        n, kept = len(self.cases), self.ch.meter.kept
+        n, kept = len(self.cases), self.meter.kept
         scratch_times = _times(self.scratch)
         for i, case in enumerate(self.cases):
             # each test starts from an empty scratch, as a fresh judge's would: nothing a
@@ -139,11 +155,11 @@ class StdioRun:
             reset_scratch(self.scratch, self.ch.c_uid, scratch_times, self.keep)
             mark = len(kept["stdout"])
             matcher = StdoutMatcher(case["stdout"], self.tol)
-            self.ch.meter.sink = matcher.feed
+            self.meter.sink = matcher.feed
             try:
                 out = self.run_case(case.get("stdin", ""))
             finally:
-                self.ch.meter.sink = None
+                self.meter.sink = None
             if out.flag:
                 self.flags.add(out.flag)
             if not out.syntax_ok:
@@ -183,10 +199,10 @@ class StdioRun:
 
     def run_case(self, stdin: str) -> ScriptEnd:
         """One case's run (compiled.CompiledRun starts a built program instead)."""
-        return run_script(self.ch, self.program, stdin, self.scratch, self.lim)
+        return run_script(self.ch, self.meter, self.program, stdin, self.scratch, self.lim)
 
     def answer(self) -> dict:
-        kept = self.ch.meter.kept
+        kept = self.meter.kept
         kept["stderr"] = kept["stderr"][:KEEP_BYTES]
         passed = sum(1 for r in self.results if r["status"] == "passed")
         return {"event": "done", "syntax_ok": self.syntax_ok, "runs": self.runs, "message": "", "passed": passed,
@@ -205,7 +221,7 @@ class ExecRun:
         self.lim = msg["limits"]
         self.scratch = scratch
         out_limit = int(self.lim["output_bytes"])
-        ch.meter = OutputMeter(out_limit, out_limit)
+        self.meter = OutputMeter(out_limit, out_limit)
         self.error = ""  # the job's own input was bad: the program does not run
         self.out = ScriptEnd()
         self.files: dict[str, str] = {}
@@ -220,10 +236,10 @@ class ExecRun:
             self.out = ScriptEnd(syntax_ok=False, status="error", message=self.error)
             return
         stdin = self.msg.get("stdin", "")
-        self.out = run_script(self.ch, self.msg["program"], stdin if isinstance(stdin, str) else "", self.scratch,
-                              self.lim)
+        self.out = run_script(self.ch, self.meter, self.msg["program"], stdin if isinstance(stdin, str) else "",
+                              self.scratch, self.lim)
         # the answer is one frame: what is fetched stays within the output the job may keep
-        got, self.notes = files.fetch_all(self.scratch, self.msg.get("fetch_files", []), self.ch.meter.keep)
+        got, self.notes = files.fetch_all(self.scratch, self.msg.get("fetch_files", []), self.meter.keep)
         self.files = {k: base64.b64encode(v).decode("ascii") for k, v in got.items()}
 
     def answer(self) -> dict:
@@ -232,7 +248,7 @@ class ExecRun:
         if self.error:  # the program did not run: its stderr is ours to use
             stderr += f"[runner] {self.error}\n"
         message = "; ".join(([out.message] if out.message else []) + self.notes)[:1000]
-        meter = self.ch.meter
+        meter = self.meter
         meter.kept = {"stdout": bytearray(), "stderr": bytearray()}  # said once, as exec_stdout/exec_stderr
         stdout, stderr = out.stdout.decode("utf-8", "replace"), stderr
         if len(stdout) + len(stderr) > FRAME_ROOM // 8:
@@ -280,7 +296,7 @@ def reset_scratch(scratch: str, uid: int, times: tuple[int, int] | None, keep: s
     of the directory put back, and what the job's uid left in shared writable directories
     removed. The directory itself stays (the cwd of a launcher or a harness process), and so do
     the entries named in `keep` (the job's own build, where the cache did not take it)."""
-    if not keep and limits.is_mount(scratch) and limits.is_empty_fs(scratch):
+    if not keep and cleanup.is_mount(scratch) and cleanup.is_empty_fs(scratch):
         pass  # one statvfs: the usual case
     else:
         try:
@@ -289,7 +305,7 @@ def reset_scratch(scratch: str, uid: int, times: tuple[int, int] | None, keep: s
         except OSError:
             entries = []
         for entry in entries:
-            limits.remove_entry(entry)
+            cleanup.remove_entry(entry)
     with contextlib.suppress(OSError):
         os.chmod(scratch, 0o700)  # our own directory (its parent is not the job's): no link to follow
     with contextlib.suppress(OSError):
@@ -299,8 +315,8 @@ def reset_scratch(scratch: str, uid: int, times: tuple[int, int] | None, keep: s
     if times is not None:
         with contextlib.suppress(OSError):
             os.utime(scratch, ns=times, follow_symlinks=False)
-    if limits.world_writable_dirs():
-        limits.remove_files_of({uid})
+    if cleanup.world_writable_dirs():
+        cleanup.remove_files_of({uid})
 
 
 def feed_stdin(ch: Children, c: Candidate) -> None:

@@ -19,7 +19,7 @@ import signal
 import socket
 import sys
 
-from . import framing, limits, slotns
+from . import cleanup, cpus, framing, limits, slotns
 
 # Modules candidates commonly import: loaded once here so a job pays a fork, not an import.
 # Not random (nor statistics, which imports it): its at-fork handler reseeds in every forked
@@ -50,7 +50,7 @@ def preload() -> None:
 def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0",
           slot_shm: slotns.ShmSpec | None = None) -> None:
     limits.set_process_name("vr-runner")
-    limits.allowed_cpus()  # before any job pins a process: what "unpinned" means for all of them
+    cpus.allowed_cpus()  # before any job pins a process: what "unpinned" means for all of them
     preload()
     sys.dont_write_bytecode = True
     os.makedirs(scratch_base, mode=0o711, exist_ok=True)
@@ -93,7 +93,7 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
                     except BlockingIOError:
                         pass
                     # as pid 1 (a container) orphans are ours to reap too
-                    if {pid for pid, _status in limits.exited_children()} & {k.pid for k in keepers}:
+                    if {pid for pid, _status in cleanup.exited_children()} & {k.pid for k in keepers}:
                         raise SystemExit("runner: a slot keeper died")
                     continue
                 if isinstance(key.data, slotns.Keeper):

@@ -12,7 +12,7 @@ drops CAP_SYS_ADMIN for good (bounding, permitted, effective and inheritable set
 runner's main process does: after start-up no runner process holds it (checked here; the
 runner refuses to serve otherwise). The slot's supervisors, and so its spawner, candidates
 and verdict process, are forked from its keeper and see only that tmpfs; what a job leaves
-there is removed after it (`limits.remove_files_of`) and again when its connection ends.
+there is removed after it (`cleanup.remove_files_of`) and again when its connection ends.
 The per-job cost is nothing: the namespace is made once per slot, the connection is passed
 to the keeper with one sendmsg (SCM_RIGHTS). unshare, mount and capget/capset are called
 through ctypes by hand (the runner is stdlib-only; python-prctl would be the library).
@@ -33,7 +33,7 @@ import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import limits
+from . import cleanup, limits, procfs
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 0x2, 0x4, 0x8, 0x4000, 0x40000
@@ -84,7 +84,7 @@ def _check(rc: int, what: str) -> None:
 def cap_sets(pid: str = "self") -> dict[str, int]:
     """CapInh/CapPrm/CapEff/CapBnd/CapAmb of a process, as integers (from /proc)."""
     out = {}
-    for line in limits.read_proc(f"/proc/{pid}/status", 8192).decode().splitlines():
+    for line in procfs.read(f"/proc/{pid}/status", 8192).decode().splitlines():
         key, _, value = line.partition(":")
         if key.startswith("Cap"):
             out[key] = int(value.strip(), 16)
@@ -123,7 +123,7 @@ def private_shm(spec: ShmSpec) -> None:
     data = f"size={spec.size_mb << 20},nr_inodes={spec.inodes},mode={SHM_MODE:o}".encode()
     _check(libc.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, data),
            "mount a tmpfs on /dev/shm")
-    limits.set_private_shm("/dev/shm")
+    cleanup.set_private_shm("/dev/shm")
 
 
 @dataclass
@@ -195,7 +195,7 @@ def _keep(sock: socket.socket, slot: int, spec: ShmSpec | None, serve_connection
             msg, fds, _flags, _addr = socket.recv_fds(sock, 16, 4)
             if not msg:  # the runner is gone: so is this slot
                 if sup_pid:
-                    limits.kill_group(sup_pid)
+                    cleanup.kill_group(sup_pid)
                 return
             for extra in fds[1:]:
                 os.close(extra)
@@ -225,5 +225,5 @@ def _keep(sock: socket.socket, slot: int, spec: ShmSpec | None, serve_connection
 def _slot_ended(sock: socket.socket) -> None:
     """The slot's supervisor has ended: whatever its jobs left in /dev/shm goes (a
     supervisor that died without its own clean-up included), then the slot is free."""
-    limits.empty_private_shm()
+    cleanup.empty_private_shm()
     sock.send(b"F")

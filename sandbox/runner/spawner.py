@@ -24,7 +24,7 @@ import select
 import signal
 import socket
 
-from . import candidate, limits, seccomp
+from . import candidate, cgroup, cleanup, limits, seccomp
 
 F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 PIPE_BYTES = 4096
@@ -85,13 +85,13 @@ class _Spawner:
         candidate.prepare_template(self.scratch, self.hide_prefix)
         if limits.can_switch_uid():
             seccomp.drop_bounding_set()  # no candidate can regain a capability, whatever it runs
-            limits.join_job_cgroup(self.scratch)
+            cgroup.join_job_cgroup(self.scratch)
         # Locked here, once, not in each candidate (compiling the filter costs a fork's worth):
         # every candidate inherits the filter, which cannot be undone, and the spawner needs
         # none of what it refuses. Each candidate enters a Landlock domain of its own at fork.
         seccomp.enter()
         writable = [os.path.dirname(self.scratch)] if self.scratch else ["/"]
-        seccomp.make_ruleset([*writable, "/dev", limits.JOB_CGROUP_DIR])
+        seccomp.make_ruleset([*writable, "/dev", cgroup.JOB_CGROUP_DIR])
         candidate.warm_up()  # every candidate inherits the call path's code warm (candidate.warm_up)
         gc.collect()
         gc.freeze()
@@ -145,7 +145,7 @@ class _Spawner:
         self.note_exit(pid, status)
 
     def reap_all(self) -> None:
-        for pid, status in limits.exited_children():
+        for pid, status in cleanup.exited_children():
             self.note_exit(pid, status)
 
     def spawn(self) -> None:
@@ -167,7 +167,7 @@ class _Spawner:
                 signal.set_wakeup_fd(-1)
                 signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             limits.set_process_name("vr-candidate")
-            limits.oom_kill_me_first()  # before the Landlock domain, which keeps it from undoing it
+            cgroup.oom_kill_me_first()  # before the Landlock domain, which keeps it from undoing it
             seccomp.restrict()
             candidate.main(ctrl_child, in_r, out_w, err_w)  # closes every other descriptor
             os._exit(0)  # pragma: no cover

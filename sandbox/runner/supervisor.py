@@ -14,8 +14,8 @@ import socket
 import time
 from typing import Protocol
 
-from . import flags, framing, languages, limits
-from .children import Children, ClientGone, InfraFailure
+from . import cleanup, flags, framing, languages
+from .children import Children, ClientGone, InfraFailure, OutputMeter
 from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
@@ -29,6 +29,8 @@ class JobRun(Protocol):
     """One job of one kind, made per job with (children, message, scratch, emit): everything
     of that job lives on it. prepare: inputs in place, processes started; run: to the last
     verdict; stop: its processes end (idempotent); answer: the final frame, flags included."""
+
+    meter: OutputMeter  # the job's output: every process of the job is charged here
 
     def prepare(self) -> None: ...
     def run(self) -> None: ...
@@ -112,9 +114,9 @@ class Supervisor:
             job.run()
             job.stop()
             summary = job.answer()
-            if limits.scratch_full(scratch):  # before the cleanup empties it
+            if cleanup.scratch_full(scratch):  # before the cleanup empties it
                 summary["flags"] = sorted({*summary.get("flags", ()), flags.SCRATCH_FULL})
-            meter = ch.meter
+            meter = job.meter
             summary["wall_s"] = round(time.monotonic() - t0, 6)
             summary["stdout"] = meter.kept["stdout"].decode("utf-8", "replace")
             summary["stderr"] = meter.kept["stderr"].decode("utf-8", "replace")
@@ -135,20 +137,20 @@ class Supervisor:
         if ch.v and ch.v.busy:
             ch.kill_verdict()  # stopped mid-job: it may still be running test code
         ch.await_reaped(CLEANUP_WAIT_S)
-        limits.kill_uids({ch.c_uid, ch.v_uid}, spare={ch.v.pid} if ch.v else set())
-        limits.remove_tree(scratch)
-        limits.remove_files_of({ch.c_uid, ch.v_uid})
+        cleanup.kill_uids({ch.c_uid, ch.v_uid}, spare={ch.v.pid} if ch.v else set())
+        cleanup.remove_tree(scratch)
+        cleanup.remove_files_of({ch.c_uid, ch.v_uid})
 
     def fresh_scratch(self) -> str:
         """The slot's scratch path, made afresh; a unique path where what the last job left
         there could not be removed (its candidates then set HOME and TMPDIR themselves)."""
         base = self.cfg["scratch_base"]
         try:
-            return limits.make_scratch(base, f"s{self.slot}", self.ch.c_uid)
+            return cleanup.make_scratch(base, f"s{self.slot}", self.ch.c_uid)
         except OSError:
             pass
         try:
-            return limits.make_scratch(base, f"s{self.slot}-{self.jobs}-{os.urandom(4).hex()}", self.ch.c_uid)
+            return cleanup.make_scratch(base, f"s{self.slot}-{self.jobs}-{os.urandom(4).hex()}", self.ch.c_uid)
         except OSError as exc:
             raise InfraFailure(f"cannot make a scratch directory: {exc}") from None
 

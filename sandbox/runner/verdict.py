@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from . import codec, flags, framing, limits
+from . import codec, cpus, flags, framing
 from .progress import Progress
 from .units import Compiled, compiled, labels
 
@@ -402,7 +402,7 @@ def serve(sock: socket.socket, progress: Progress) -> None:
             return
         if job.get("cpu") != cpu:  # beside the candidate it will call
             cpu = job.get("cpu")
-            limits.pin_cpu(cpu if type(cpu) is int else None)
+            cpus.pin_cpu(cpu if type(cpu) is int else None)
         spec = job["spec"]
         try:
             n = len(labels(spec))

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from sandbox.runner import limits, seccomp, uidlease
+from sandbox.runner import cleanup, seccomp, uidlease
 
 
 @pytest.fixture
@@ -25,40 +25,40 @@ def small_tmpfs(tmp_path):
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.mount(b"tmpfs", str(path).encode(), b"tmpfs", 0, b"size=1m,nr_inodes=64,mode=700") != 0:
         pytest.skip(f"cannot mount a tmpfs here: {os.strerror(ctypes.get_errno())}")
-    limits.is_mount.cache_clear()
+    cleanup.is_mount.cache_clear()
     yield str(path)
     libc.umount2(str(path).encode(), 2)  # MNT_DETACH
-    limits.is_mount.cache_clear()
+    cleanup.is_mount.cache_clear()
 
 
 def test_scratch_on_its_own_tmpfs_is_emptied_and_full_is_seen(small_tmpfs):
     base, name = os.path.dirname(small_tmpfs), os.path.basename(small_tmpfs)
-    path = limits.make_scratch(base, name, 4242)
-    assert path == small_tmpfs and os.stat(path).st_uid == 4242 and limits.is_mount(path)
-    assert not limits.scratch_full(path)
+    path = cleanup.make_scratch(base, name, 4242)
+    assert path == small_tmpfs and os.stat(path).st_uid == 4242 and cleanup.is_mount(path)
+    assert not cleanup.scratch_full(path)
     n = 0
     with pytest.raises(OSError):
         while True:
             os.makedirs(os.path.join(path, "d", str(n)))
             n += 1
     assert n < 64
-    assert limits.scratch_full(path)  # inodes
+    assert cleanup.scratch_full(path)  # inodes
     os.chmod(os.path.join(path, "d"), 0)  # a directory its owner may not list
-    limits.remove_tree(path)
-    assert os.listdir(path) == [] and limits.is_mount(path)
-    assert not limits.scratch_full(path)
+    cleanup.remove_tree(path)
+    assert os.listdir(path) == [] and cleanup.is_mount(path)
+    assert not cleanup.scratch_full(path)
     with pytest.raises(OSError):
         with open(os.path.join(path, "big"), "wb") as f:
             f.write(b"x" * (2 << 20))
-    assert limits.scratch_full(path)  # bytes
-    again = limits.make_scratch(base, name, 4243)
+    assert cleanup.scratch_full(path)  # bytes
+    again = cleanup.make_scratch(base, name, 4243)
     assert again == path and os.listdir(path) == [] and os.stat(path).st_uid == 4243
 
 
 def test_empty_fs_is_seen_by_its_inode_count_and_anything_left_is_removed(small_tmpfs, tmp_path):
     path = small_tmpfs
-    assert limits.is_empty_fs(path)  # nothing but its root: the cleanup skips the listing
-    assert not limits.is_empty_fs(str(tmp_path))  # not a file system with an inode count of its own
+    assert cleanup.is_empty_fs(path)  # nothing but its root: the cleanup skips the listing
+    assert not cleanup.is_empty_fs(str(tmp_path))  # not a file system with an inode count of its own
     os.symlink("/etc/passwd", os.path.join(path, "link"))  # a link is removed, never followed
     os.makedirs(os.path.join(path, "d", "e"))
     with open(os.path.join(path, "prog.py"), "w") as f:
@@ -66,15 +66,15 @@ def test_empty_fs_is_seen_by_its_inode_count_and_anything_left_is_removed(small_
     held = open(os.path.join(path, "gone"), "w")  # noqa: SIM115 - an unlinked file still open holds its inode
     os.unlink(os.path.join(path, "gone"))
     try:
-        assert not limits.is_empty_fs(path)
-        limits.remove_tree(path)
+        assert not cleanup.is_empty_fs(path)
+        cleanup.remove_tree(path)
         assert os.listdir(path) == [] and os.path.exists("/etc/passwd")
-        assert not limits.is_empty_fs(path)  # the open inode still counts: a listing each time, never a skip
+        assert not cleanup.is_empty_fs(path)  # the open inode still counts: a listing each time, never a skip
     finally:
         held.close()
-    assert limits.is_empty_fs(path)
-    limits.remove_tree(path)  # one statvfs, nothing to do
-    assert os.listdir(path) == [] and limits.is_mount(path)
+    assert cleanup.is_empty_fs(path)
+    cleanup.remove_tree(path)  # one statvfs, nothing to do
+    assert os.listdir(path) == [] and cleanup.is_mount(path)
 
 
 def test_uid_leases_are_exclusive_across_processes(tmp_path, monkeypatch):

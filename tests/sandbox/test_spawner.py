@@ -82,7 +82,7 @@ def test_supervisor_side_limits_land_on_the_child():
         os._exit(0)
     os.close(r)
     try:
-        limits.apply_rlimits(pid=pid, memory_mb=300, nproc=7, fsize_mb=2, nofile=33, cpu_s=9)
+        limits.Rlimits(memory_mb=300, nproc=7, fsize_mb=2, nofile=33, cpu_s=9).apply(pid=pid)
         got = _limits_of(pid)
     finally:
         os.close(w)
@@ -131,7 +131,7 @@ def test_remove_tree_empties_locked_directories_as_their_owner():
     import shutil
     import tempfile
 
-    from sandbox.runner import limits
+    from sandbox.runner import cleanup
 
     base = pathlib.Path(tempfile.mkdtemp(dir="/tmp"))  # reachable by the job uid
     os.chmod(base, 0o777)
@@ -149,7 +149,7 @@ def test_remove_tree_empties_locked_directories_as_their_owner():
             os.symlink(base, target / "locked" / "deeper" / "to-base")
             os.chmod(target / "locked" / "deeper", 0)
             os.chmod(target / "locked", 0)
-            limits.remove_tree(str(target))
+            cleanup.remove_tree(str(target))
             code = 0 if not os.path.lexists(target) and os.path.isdir(base) else 2
         finally:
             os._exit(code)

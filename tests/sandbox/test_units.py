@@ -326,6 +326,24 @@ def test_labels_for_lists_and_calls():
     assert unit_labels({"kind": "call", "fn_name": "f", "cases": [{}, {}, {}]}) == ["case 0", "case 1", "case 2"]
 
 
+def test_the_upper_bound_covers_the_exact_count_and_never_raises():
+    """The one bound every caller sizes by (pool budget, load's RLIMIT_CPU, the server's raw cap):
+    at least the exact labels of each spec kind, and a number for any JSON at all."""
+    specs = [
+        {"kind": "assert", "test": HUMANEVAL_STYLE, "entry_point": "f"},
+        {"kind": "assert", "test": HUMANEVAL_STYLE, "entry_point": "f", "split_asserts": False},
+        {"kind": "assert", "test": "def check(candidate):\n    pass\n", "entry_point": "f"},
+        {"kind": "assert", "asserts": ["assert f(1)", "assert f(2)", "assert f(3)"]},
+        {"kind": "call", "fn_name": "f", "cases": [{}, {}]},
+        {"kind": "stdio", "cases": [{"stdin": "", "stdout": "1"}] * 4},
+    ]
+    for spec in specs:
+        assert units.upper_bound(spec) >= max(1, len(unit_labels(spec))), spec
+    assert units.upper_bound({"kind": "stdio", "cases": [{}] * 5000}) == 5000
+    for raw in (None, [], "x", {}, {"cases": "no"}, {"test": 7}, {"asserts": None}):
+        assert units.upper_bound(raw) == 1
+
+
 FREE_NAMES_SOURCE = """
 import os.path as p, json
 from collections import Counter as C

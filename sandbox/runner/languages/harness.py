@@ -44,10 +44,11 @@ import resource
 import struct
 import time
 
-from .. import limits
+from .. import cleanup, limits
 from ..children import WRITE, Candidate, Children, OutputMeter, close_fd
 from ..compare import StdoutMatcher
-from ..cpuclock import TestClock, run_delay_s, tree_cpu_s
+from ..cpuclock import TestClock, tree_cpu_s
+from ..procfs import run_delay_s
 from ..script import ScriptEnd, encode_stdin, judge_exit
 from .spec import Language
 from .table import get
@@ -334,15 +335,15 @@ class SharedProcess:
     """The job's harness process, across its tests; `run_case` is one test. Returns None for
     a test to be run as a process of its own instead (and every test after it)."""
 
-    def __init__(self, ch: Children, argv: list[str], env: dict[str, str], scratch: str, plim, n_tests: int) -> None:
+    def __init__(self, ch: Children, meter: HarnessMeter, argv: list[str], env: dict[str, str], scratch: str, plim,
+                 n_tests: int) -> None:
         self.ch = ch
         self.argv = argv
         self.env = env
         self.scratch = scratch
         self.plim = plim
         self.left = n_tests
-        self.meter = HarnessMeter(ch.meter.limit, ch.meter.keep)
-        ch.meter = self.meter
+        self.meter = meter  # the job's
         self.c: Candidate | None = None
         self.served = 0
         self.started = 0  # processes started (for tests and the report)
@@ -351,12 +352,10 @@ class SharedProcess:
 
     def _start(self) -> bool:
         ch, lim = self.ch, self.plim
-        c = ch.take_candidate("script")
+        c = ch.take_candidate("script", self.meter)
         self.started += 1
-        rl = {"timeout_s": lim.timeout_s, "memory_mb": lim.as_mb, "nproc": lim.nproc, "fsize_mb": lim.fsize_mb,
-              "nofile": lim.nofile}
         # RLIMIT_CPU: every test it may serve (each is limited by the clock here)
-        msg = ch.load_message(c, "execve", "", self.scratch, rl, min(self.left, MAX_TESTS))
+        msg = ch.load_message(c, "execve", "", self.scratch, lim.rlimits(lim.timeout_s, min(self.left, MAX_TESTS)))
         msg.update(argv=self.argv, env=self.env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
         with contextlib.suppress(OSError, ValueError):
             resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
@@ -479,5 +478,5 @@ class SharedProcess:
                 self.ch.sel.unregister(c.stdin_w)
                 close_fd(c, "stdin_w")
             self.ch.kill_candidate(c)
-            limits.kill_uids({self.ch.c_uid})
+            cleanup.kill_uids({self.ch.c_uid})
             self.meter.flush_pending()
