@@ -435,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
 
     server = InProcessServer.start(sandbox=args.sandbox, pool_size=args.pool, max_inflight_jobs=args.max_inflight,
                           max_queued_jobs=args.max_queued)
-    max_inflight = server.app.state.admission.max_inflight
+    max_inflight = server.app.state.server.admission.max_inflight
     limit = max_inflight + args.max_queued
     clients = args.clients
     if clients * args.batch > limit:

@@ -48,8 +48,8 @@ def run(name: str, cmd: list[str], out: Path, timeout: float) -> tuple[int, str]
 
 def docker_ok() -> bool:
     try:
+        from sandbox.hosts import docker_available
         from sandbox.hosts.docker import DockerHost
-        from sandbox.pool import docker_available
 
         return docker_available() and DockerHost.image_present(DockerHost.default_image())
     except Exception:  # noqa: BLE001

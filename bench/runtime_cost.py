@@ -14,7 +14,7 @@ import statistics
 import time
 
 from sandbox import ExecRequest, Limits
-from sandbox.runtimes import RuntimePools
+from sandbox.router import RuntimePools
 
 CASES = [
     ("print(1)", "python", "print(1)"),

@@ -20,7 +20,7 @@ import subprocess
 import time
 
 from sandbox import ExecRequest, Limits, runtimes
-from sandbox.runtimes import RuntimePools
+from sandbox.router import RuntimePools
 
 
 def _descendants(pid: int) -> list[int]:

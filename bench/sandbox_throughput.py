@@ -203,8 +203,8 @@ async def run_floor(items: list[Item], concurrency: int, python: str, label: str
 
 
 def docker_ready(image: str) -> bool:
+    from sandbox.hosts import docker_available
     from sandbox.hosts.docker import DockerHost
-    from sandbox.pool import docker_available
 
     return docker_available() and DockerHost.image_present(image)
 

@@ -2,7 +2,7 @@
 view, a toolchain pool started on the first job in another language), `true` (one view with
 the toolchains for every runner: the baseline before routing) and `false` (Python only).
 
-Per mode, on real pools (sandbox.runtimes.RuntimePools, as the server makes them): seconds to
+Per mode, on real pools (sandbox.router.RuntimePools, as the server makes them): seconds to
 start, the first and a later Python job, the first C++ job (with auto: the toolchain pool's
 lazy start, its packages scan included) and a later one, and the names (files and links)
 under /usr a Python job sees. Each mode runs in a process of its own (the packages scan is
@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 
-from sandbox import ExecRequest, Limits
-from sandbox.runtimes import RuntimePools, toolchains
+from sandbox import ExecRequest, Limits, toolchains
+from sandbox.router import RuntimePools
 
 PY = "print(sum(range(10)))\n"
 COUNT = "import os\nprint(sum(len(f) for _, _, f in os.walk('/usr')))\n"

@@ -1,10 +1,11 @@
 """The FastAPI application: wires the routes, the gateway middleware, the error handlers
 and the lifespan, and nothing else.
 
-`create_app(settings, pool=None)` builds the app; its lifespan starts the sandbox pool
-(unless one is passed in, which the caller then owns) and the math grader, and on
-shutdown stops taking work, finishes what it accepted, then closes them. Every route goes
-through the `Scorer` (limits, admission, grading), see `reward_server.scoring`.
+`create_app(settings, pool=None)` builds the app; its lifespan starts the sandbox (a
+`JobRunner`: a pool per runtime, unless one is passed in, which the caller then owns) and the
+math grader, and on shutdown stops taking work, finishes what it accepted, then closes them.
+Every route goes through the `Scorer` (limits, admission, grading), see `reward_server.scoring`;
+what the app holds is one `ServerState` on `app.state.server`.
 """
 
 from __future__ import annotations
@@ -20,19 +21,19 @@ from reward_server.admission import Admission
 from reward_server.body import install_openapi
 from reward_server.gateway import GatewayMiddleware
 from reward_server.logs import configure_logging
-from reward_server.metrics import Metrics
 from reward_server.routes import openrlhf, ops, sandbox_fusion, score
 from reward_server.scoring import Scorer, load_math_module
 from reward_server.settings import Settings
+from reward_server.state import ServerState
+from sandbox.api import JobRunner
+from sandbox.router import RuntimePools
 
 log = logging.getLogger("reward_server")
 
 
-def _make_pool(settings: Settings):
-    """One pool per runtime offered (sandbox.runtimes.RuntimePools), each sized as the settings
+def _make_runner(settings: Settings) -> JobRunner:
+    """One pool per runtime offered (sandbox.router.RuntimePools), each sized as the settings
     say; admission bounds their jobs together (one pool's capacity, see lifespan)."""
-    from sandbox.runtimes import RuntimePools  # noqa: PLC0415
-
     options = dict(settings.sandbox_options)
     pin = options.pop("pin_cpus", settings.pin_cpus)
     if pin is not None and not isinstance(pin, bool):
@@ -54,28 +55,24 @@ async def _start_math(settings: Settings, math_module: Any):
         return None
 
 
-def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
+def create_app(settings: Settings | None = None, pool: JobRunner | None = None) -> FastAPI:
     settings = settings or Settings()
-    state: dict[str, Any] = {"settings": settings}  # shared with the gateway (metrics, access-log extras)
+    state = ServerState(settings)  # the app's one state: metrics now, the sandbox and the scorer at start-up
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI):
         owns_pool = pool is None
-        p = pool
+        p = _make_runner(settings) if pool is None else pool
         if owns_pool:
-            p = _make_pool(settings)
             await p.start()
         math_module = load_math_module()
         grader = await _start_math(settings, math_module)
-        max_inflight = settings.max_inflight_jobs or max(1, int(getattr(p, "capacity", 0) or 1))
+        max_inflight = settings.max_inflight_jobs or max(1, p.capacity)
         admission = Admission(max_inflight, settings.max_queued_jobs, settings.retry_after_s)
-        state.update(pool=p, admission=admission)
-        app.state.scorer = Scorer(settings, p, grader, math_module, admission, state["metrics"])
-        app.state.admission = admission
-        app.state.pool = p
-        kind = getattr(getattr(p, "stats", lambda: None)(), "kind", "?")
-        log.info("reward server ready", extra={"sandbox": kind, "max_inflight": max_inflight,
-                                               "runtimes": list(getattr(p, "offered", ())),
+        state.runner, state.admission = p, admission
+        state.scorer = Scorer(settings, p, grader, math_module, admission, state.metrics)
+        offered = [name for name, st in p.status().items() if st["state"] not in ("unavailable", "not offered")]
+        log.info("reward server ready", extra={"sandbox": p.kind, "max_inflight": max_inflight, "runtimes": offered,
                                                "max_queued": settings.max_queued_jobs, "math": grader is not None})
         try:
             yield
@@ -101,13 +98,9 @@ def create_app(settings: Settings | None = None, pool: Any = None) -> FastAPI:
         ),
         lifespan=lifespan,
     )
-    metrics = Metrics(admission=lambda: state.get("admission"), pool=lambda: state.get("pool"))
-    state["metrics"] = metrics
-    app.state.settings = settings
-    app.state.metrics = metrics
-    app.state.request_log = state
+    app.state.server = state
     app.add_middleware(GatewayMiddleware, settings=settings, state=state)
-    errors.install(app, lambda reason: metrics.rejected.labels(reason).inc())
+    errors.install(app, lambda reason: state.metrics.rejected.labels(reason).inc())
     for module in (score, ops, sandbox_fusion, openrlhf):
         app.include_router(module.router)
     install_openapi(app)

@@ -82,7 +82,7 @@ def serve(
 
     class _Server(uvicorn.Server):
         def handle_exit(self, sig, frame) -> None:  # SIGTERM/SIGINT: refuse new work at once (503)
-            adm = getattr(application.state, "admission", None)
+            adm = application.state.server.admission
             if adm is not None:
                 adm.begin_drain()
             super().handle_exit(sig, frame)

@@ -9,7 +9,6 @@ import hmac
 import logging
 import time
 import uuid
-from typing import Any
 
 from starlette.responses import Response
 
@@ -18,6 +17,7 @@ from reward_server.errors import internal_error, json_error
 from reward_server.logs import request_id
 from reward_server.metrics import Metrics
 from reward_server.settings import Settings
+from reward_server.state import ServerState
 
 log = logging.getLogger("reward_server")
 access_log = logging.getLogger("reward_server.access")
@@ -29,15 +29,15 @@ _QUIET = {"/healthz", "/readyz", "/metrics", "/v1/ping"}
 
 
 class GatewayMiddleware:
-    def __init__(self, app, settings: Settings, state: dict[str, Any]):
+    def __init__(self, app, settings: Settings, state: ServerState):
         self.app = app
         self.max_body = settings.max_body_bytes
         token = settings.auth_token.get_secret_value() if settings.auth_token is not None else None
         self.token = token.encode() if token is not None else None
         self.state = state
 
-    def _metrics(self) -> Metrics | None:
-        return self.state.get("metrics")
+    def _metrics(self) -> Metrics:
+        return self.state.metrics
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -97,7 +97,7 @@ class GatewayMiddleware:
                 access_log.info(
                     "%s %s %s", scope.get("method"), path, sent["code"],
                     extra={"method": scope.get("method"), "path": path, "status": sent["code"],
-                           "duration_ms": round(dt * 1000, 2), **self.state.pop(("req", rid), {})},
+                           "duration_ms": round(dt * 1000, 2), **self.state.request_log.pop(rid, {})},
                 )
             request_id.reset(token)
 

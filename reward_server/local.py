@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import uvicorn
 
     from reward_server.settings import Settings
+    from sandbox.api import JobRunner
 
 HOST = "127.0.0.1"
 _PACKAGE_ROOT = Path(__file__).resolve().parents[1]  # the directory holding reward_server/
@@ -78,11 +79,9 @@ class InProcessServer(LocalServer):
     settings: Settings
 
     @property
-    def pool(self) -> Any:
-        """The sandbox the app runs jobs on (its JobRunner)."""
-        state = self.app.state
-        # the app's one typed state (app.state.server) once it has one; before that, app.state.pool
-        return state.server.runner if hasattr(state, "server") else state.pool
+    def pool(self) -> JobRunner | None:
+        """The sandbox the app runs jobs on (its JobRunner; None before the app has started it)."""
+        return self.app.state.server.runner
 
     @classmethod
     def start(cls, start_timeout: float = 120, pool: Any = None, graceful_s: float | None = None,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from reward_server.admission import Admission
+from sandbox.api import JobRunner
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 _REWARD_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0)
@@ -15,7 +17,7 @@ _REWARD_BUCKETS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99, 1.0)
 class _LiveCollector:
     """Values read at scrape time: admission queue, pool size/liveness/restarts."""
 
-    def __init__(self, admission: Callable[[], Any], pool: Callable[[], Any]):
+    def __init__(self, admission: Callable[[], Admission | None], pool: Callable[[], JobRunner | None]):
         self._admission = admission
         self._pool = pool
 
@@ -33,7 +35,7 @@ class _LiveCollector:
             st = pool.stats()
         except Exception:  # a scrape must never fail because the pool is between states
             return
-        kind = str(getattr(st, "kind", ""))
+        kind, figures = st.kind, st.model_dump()
         for name, attr, doc in (
             ("reward_server_pool_size", "size", "runners the pool keeps"),
             ("reward_server_pool_live", "live", "runners alive now"),
@@ -41,7 +43,7 @@ class _LiveCollector:
             ("reward_server_pool_capacity", "capacity", "jobs the pool can run at once"),
         ):
             g = GaugeMetricFamily(name, doc, labels=["kind"])
-            g.add_metric([kind], float(getattr(st, attr, 0) or 0))
+            g.add_metric([kind], float(figures[attr]))
             yield g
         for name, attr, doc in (
             ("reward_server_pool_runner_restarts", "restarts", "runners replaced after dying"),
@@ -49,12 +51,12 @@ class _LiveCollector:
             ("reward_server_pool_infra_errors", "infra_errors", "jobs the pool gave up on (runner lost twice)"),
         ):
             c = CounterMetricFamily(name, doc, labels=["kind"])
-            c.add_metric([kind], float(getattr(st, attr, 0) or 0))
+            c.add_metric([kind], float(figures[attr]))
             yield c
 
 
 class Metrics:
-    def __init__(self, admission: Callable[[], Any], pool: Callable[[], Any]):
+    def __init__(self, admission: Callable[[], Admission | None], pool: Callable[[], JobRunner | None]):
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(

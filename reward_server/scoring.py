@@ -14,14 +14,15 @@ import logging
 import time
 from typing import Any
 
-from reward_server.admission import ClientGone
+from reward_server.admission import Admission, ClientGone
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
 from reward_server.grading.code import build_job, extract_code, shape_reward, task_source_errors
+from reward_server.metrics import Metrics
 from reward_server.schemas import CodeDetail, CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
 from sandbox import runtimes
+from sandbox.api import InfraError, JobRunner, TaskError
 from sandbox.jobs import ExecRequest, ExecResult, Limits, escape_surrogates
-from sandbox.pool import TaskError
 from sandbox.runner import units
 
 log = logging.getLogger("reward_server.scoring")
@@ -43,15 +44,6 @@ def load_math_module():
     return m
 
 
-def _infra_error_type():
-    try:
-        from sandbox import InfraError  # noqa: PLC0415
-
-        return InfraError
-    except Exception:  # the pool module not there yet
-        return RuntimeError
-
-
 def count_tests(task: CodeTask) -> int:
     """The tests the runner would report for this task, counted from its syntax alone (an
     empty completion's result lists them all as skipped)."""
@@ -63,33 +55,29 @@ def count_tests(task: CodeTask) -> int:
 
 
 class Scorer:
-    def __init__(self, settings: Settings, pool: Any, math_grader: Any, math_module: Any, admission, metrics):
+    def __init__(self, settings: Settings, runner: JobRunner, math_grader: Any, math_module: Any,
+                 admission: Admission, metrics: Metrics):
         self.settings = settings
-        self.pool = pool
+        self.runner = runner
         self.math = math_grader
         self.math_module = math_module
         self.admission = admission
         self.metrics = metrics
-        self.infra_error = _infra_error_type()
         self.default_limits = Limits(wall_factor=settings.wall_factor)  # a task's own fields override it
 
     # ------------------------------------------------------------------ runtimes
     @property
     def default_runtime(self) -> str:
-        """What a code task that names no runtime runs on: the pools' default (--runtime)."""
-        return getattr(self.pool, "default", None) or self.settings.runtime
+        """What a code task that names no runtime runs on: the sandbox's default (--runtime)."""
+        return self.runner.default_runtime
 
     def runtime_refusal(self, name: str, language: str = "python") -> str | None:
-        """Why a job on runtime `name` is refused here (None: accepted). A single pool the
-        caller made runs the server's default runtime only."""
+        """Why a job on runtime `name` is refused here (None: accepted): a program in another
+        language than Python on a runtime of packages, else the sandbox's word."""
         if language != "python" and name != runtimes.DEFAULT:
             return (f"runtime {name!r} is a set of Python packages; a {language} program runs on "
                     f"{runtimes.DEFAULT!r} (leave runtime unset)")
-        offered = getattr(self.pool, "offered", None) or (self.default_runtime,)
-        if name in offered:
-            return None
-        refusal = getattr(self.pool, "refusal", None)
-        return refusal(name) if callable(refusal) else f"runtime {name!r} is not offered (available: {', '.join(offered)})"
+        return self.runner.refusal(name)
 
     def resolve_runtime(self, name: str | None, loc: list, language: str = "python") -> str:
         """The runtime a request names, else the default, or a 422 at `loc` listing the
@@ -123,7 +111,7 @@ class Scorer:
         cancelled = False
         try:
             async with self.admission.slot():
-                return await self.pool.execute(req)
+                return await self.runner.execute(req)
         except (asyncio.CancelledError, ClientGone):
             cancelled = True
             raise
@@ -239,13 +227,13 @@ class Scorer:
         job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
         try:
             async with self.admission.slot():
-                result = await self.pool.run(job)
+                result = await self.runner.run(job)
         except TaskError as e:  # the runner could not run the task's tests: the task's fault, said so
             return ScoreResult(
                 id=item.id, reward=None, status="task_error",
                 detail={"kind": "code", "error": str(e), "extract_mode": mode, "code_chars": len(program)},
             )
-        except self.infra_error as e:
+        except InfraError as e:
             return ScoreResult(
                 id=item.id, reward=None, status="infra_error",
                 detail={"kind": "code", "error": str(e) or type(e).__name__, "extract_mode": mode, "code_chars": len(program)},

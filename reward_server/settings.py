@@ -6,14 +6,13 @@ outside: `REWARD_SERVER_MAX_QUEUED_JOBS=10000 reward-server serve`.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sandbox import runtimes as sandbox_runtimes
-
-SandboxKind = Literal["auto", "docker", "bwrap", "socketdir"]
+from sandbox.hosts import HostKind
 
 
 class Weights(BaseModel):
@@ -39,7 +38,7 @@ class Settings(BaseSettings):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
 
-    sandbox: SandboxKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
+    sandbox: HostKind = Field("auto", description="sandbox host: docker when an engine answers, else bwrap")
     pool_size: int | None = Field(None, ge=1, description="runners in the pool (default: the host's choice)")
     pool_slots: int | None = Field(
         None, ge=1, description="jobs the pool runs at once (default: min(4 x cores, memory / job_memory_mb); limits "

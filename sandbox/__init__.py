@@ -1,9 +1,11 @@
 """Isolated execution of untrusted programs.
 
 `sandbox.runner` is a standard-library-only program that runs inside a container or
-bubblewrap; everything else here (job models, the async pool, the hosts) runs in the
-server's process. Imports are lazy so that `python -m sandbox.runner` never pulls in
-pydantic or docker.
+bubblewrap; everything else here runs in the server's process, in floors that import only
+downward: `runtimes/table.py` (runtime records) and `jobs.py` (the job models), `hosts/` (where
+runners run, `make_host`), `api.py` (`JobRunner`, the one interface the server holds),
+`pool.py` (one pool), `router.py` (a pool per runtime, above the pool). Imports are lazy so
+that `python -m sandbox.runner` never pulls in pydantic or docker.
 """
 
 from __future__ import annotations
@@ -19,22 +21,29 @@ __all__ = [
     "InfraError",
     "Job",
     "JobResult",
+    "JobRunner",
     "Limits",
     "PoolStats",
+    "RuntimePools",
     "SandboxPool",
     "StdioTests",
+    "TaskError",
     "TestResult",
     "make_pool",
 ]
 
 _LAZY = {
+    "InfraError": "sandbox.api",
+    "JobRunner": "sandbox.api",
+    "PoolStats": "sandbox.api",
+    "TaskError": "sandbox.api",
     "SandboxPool": "sandbox.pool",
-    "InfraError": "sandbox.pool",
-    "PoolStats": "sandbox.pool",
     "make_pool": "sandbox.pool",
+    "RuntimePools": "sandbox.router",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from sandbox.api import InfraError, JobRunner, PoolStats, TaskError  # noqa: F401
     from sandbox.jobs import (  # noqa: F401
         AssertCheckTests,
         AssertListTests,
@@ -47,7 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover
         StdioTests,
         TestResult,
     )
-    from sandbox.pool import InfraError, PoolStats, SandboxPool, make_pool  # noqa: F401
+    from sandbox.pool import SandboxPool, make_pool  # noqa: F401
+    from sandbox.router import RuntimePools  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

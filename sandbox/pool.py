@@ -17,10 +17,10 @@ import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel
-
+from sandbox.api import InfraError, PoolStats, RuntimeStatus, TaskError
+from sandbox.hosts import HostKind, make_host, resolve_kind
 from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
     ExecRequest,
@@ -40,31 +40,11 @@ from sandbox.runner.framing import MAX_FRAME
 
 log = logging.getLogger("sandbox.pool")
 
-HostKind = Literal["auto", "docker", "bwrap", "socketdir"]
-
-
-class InfraError(RuntimeError):
-    """The sandbox could not run a job (runner lost twice, none alive): not the candidate's fault."""
-
-
-class TaskError(ValueError):
-    """The runner refused a job's tests (they do not compile or plan on its verdict side): the
-    task's fault, neither the candidate's nor the sandbox's."""
+__all__ = ["CpuPlan", "HostKind", "InfraError", "PoolStats", "SandboxPool", "TaskError", "default_slots", "make_pool"]
 
 
 class RunnerLost(Exception):
     pass
-
-
-class PoolStats(BaseModel):
-    kind: str
-    size: int
-    live: int
-    in_flight: int
-    capacity: int
-    restarts: int
-    jobs_total: int
-    infra_errors: int
 
 
 class _Conn:
@@ -105,6 +85,8 @@ class _Runner:
 
 
 class SandboxPool:
+    """A JobRunner (`sandbox.api`) of one host and one runtime: one view for every job."""
+
     def __init__(self, host: Host, size: int = 2, per_runner: int = 2, *, health_interval: float = 2.0,
                  health_timeout: float = 5.0, no_runner_timeout: float = 30.0, pin_cpus: bool = True) -> None:
         if size < 1 or per_runner < 1:
@@ -117,7 +99,7 @@ class SandboxPool:
         self.no_runner_timeout = no_runner_timeout
         # a dynamic host (socketdir) is not sized by us: its runners come and go on their own,
         # `discover()` adds them on each health tick and a dead one is dropped, not replaced
-        self.dynamic = bool(getattr(host, "dynamic", False))
+        self.dynamic = host.dynamic
         self._seen: set[str] = set()
         if self.dynamic:
             self.size = 0
@@ -139,6 +121,10 @@ class SandboxPool:
         return self.host.kind
 
     @property
+    def default_runtime(self) -> str:
+        return self.host.runtime
+
+    @property
     def capacity(self) -> int:
         return self.size * self.per_runner
 
@@ -157,6 +143,18 @@ class SandboxPool:
     def handles(self) -> list[RunnerHandle]:
         """The live runners (tests kill them to check recovery)."""
         return [r.handle for r in self.runners if r is not None and r.alive]
+
+    def refusal(self, runtime: str) -> str | None:
+        """One pool runs its host's runtime only (`sandbox.router.RuntimePools` routes runtimes)."""
+        if runtime == self.default_runtime:
+            return None
+        return f"runtime {runtime!r} is not offered (available: {self.default_runtime})"
+
+    def status(self) -> dict[str, RuntimeStatus]:
+        return {self.default_runtime: {"default": True, "state": "ready" if self.ready else "down"}}
+
+    def toolchain_status(self) -> dict[str, Any] | None:
+        return None  # one view: no toolchain pool beside it
 
     async def start(self) -> None:
         self._cond = asyncio.Condition()
@@ -180,7 +178,7 @@ class SandboxPool:
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
     async def _start_dynamic(self) -> None:
-        deadline = time.monotonic() + float(getattr(self.host, "start_timeout", 60.0))
+        deadline = time.monotonic() + self.host.start_timeout
         while True:
             await self._discover()
             if self.ready or time.monotonic() > deadline:
@@ -188,7 +186,7 @@ class SandboxPool:
             await asyncio.sleep(0.25)
         if not self.ready:
             await self.close()
-            raise RunnerStartError(f"no {self.kind} runner answered in {getattr(self.host, 'socket_dir', '?')}")
+            raise RunnerStartError(f"no {self.kind} runner answered in {self.host.where()}")
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d (more join as they appear)",
                  self.kind, self.size, self.per_runner)
@@ -338,9 +336,9 @@ class SandboxPool:
         health answer, else the host's word, else this machine's toolchains."""
         if self._languages is not None:
             return list(self._languages)
-        tell = getattr(self.host, "languages", None)
-        if callable(tell):
-            return list(tell())
+        said = self.host.languages()
+        if said is not None:
+            return list(said)
         return sorted(k for k, ok in languages.available().items() if ok)
 
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
@@ -360,10 +358,9 @@ class SandboxPool:
     def _check_runtime(self, runtime: str) -> None:
         """A job for another runtime never runs here without its packages (RuntimePools routes
         each runtime to a pool of its own)."""
-        ours = getattr(self.host, "runtime", "python")
-        ours = getattr(ours, "name", ours)
+        ours = self.host.runtime
         if runtime != ours:
-            raise ValueError(f"runtime {runtime!r}: this pool runs {ours!r} (sandbox.runtimes.RuntimePools routes runtimes)")
+            raise ValueError(f"runtime {runtime!r}: this pool runs {ours!r} (sandbox.router.RuntimePools routes runtimes)")
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         self._check_runtime(req.runtime)
@@ -536,18 +533,6 @@ async def _within(coro: Any, seconds: float) -> Any:
     return await asyncio.wait_for(coro, seconds)  # Python 3.10
 
 
-def docker_available(timeout: float = 3.0) -> bool:
-    try:
-        import docker
-
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-        client.close()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
-
-
 SLOTS_PER_CORE = 4
 JOB_MEMORY_MB = 256
 
@@ -581,21 +566,6 @@ def default_slots(cores: int | None = None, mem_bytes: int | None = None, job_me
     return max(1, min(per_core * cores, by_memory))
 
 
-def resolve_kind(kind: HostKind, image: str | None = None) -> str:
-    """The host kind `auto` means here: docker when an engine answers and the image is
-    present, else bwrap (any other kind is itself)."""
-    if kind != "auto":
-        return kind
-    from sandbox.hosts.docker import DockerHost
-
-    image = image or DockerHost.default_image()
-    if docker_available() and DockerHost.image_present(image):
-        log.info("sandbox host: docker (engine answered, image %s present)", image)
-        return "docker"
-    log.info("sandbox host: bwrap (no docker engine or no image %s)", image)
-    return "bwrap"
-
-
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
               pin_cpus: bool | None = None, slots: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
               **host_options: Any) -> SandboxPool:
@@ -607,7 +577,7 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
     for socketdir, whose runners other reward servers on the same machine may share.
     One pool is one view: bwrap's `languages=True` puts the toolchains in every runner's (default:
     the interpreter's only); sending each job to a pool by its language is
-    `sandbox.runtimes.RuntimePools`' (what the server uses)."""
+    `sandbox.router.RuntimePools`' (what the server uses); the host is `sandbox.hosts.make_host`'s."""
     cpus = os.cpu_count() or 2
     size = size or max(1, min(cpus, 8))
     per_runner_given = per_runner
@@ -615,30 +585,12 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         total = slots or default_slots(job_memory_mb=job_memory_mb)
         per_runner = max(1, -(-total // size))
     kind = resolve_kind(kind, host_options.get("image"))
-    if kind == "docker":
-        from sandbox.hosts.docker import DockerHost
-
-        # one core per concurrent job, plus one for the supervisors' cleanup and the next
-        # candidate's fork that overlap jobs (a quota at exactly the job count throttles them)
-        host_options.setdefault("cpus", float(min(per_runner + 1, cpus)))
-        # the container's memory is shared by its jobs: the default 2 GiB, or job_memory_mb x 2
-        # per job where the runner takes more jobs (default sizing gives it more than two)
-        host_options.setdefault("memory_mb", max(2048, 2 * job_memory_mb * per_runner))
-        host: Host = DockerHost(slots=per_runner + 3, **host_options)
-    elif kind == "bwrap":
-        from sandbox.hosts.bwrap import BwrapHost
-
-        host = BwrapHost(slots=per_runner + 3, **host_options)
-    elif kind == "socketdir":
-        from sandbox.hosts.socketdir import SocketDirHost
-
+    if kind == "socketdir":
         # runners join and leave as the orchestrator scales them; `size` is what answers.
         # They run with --slots 8: 4 jobs each leaves room for health probes.
-        host = SocketDirHost(**host_options)
         size = 1
         per_runner = per_runner_given or 4
-    else:
-        raise ValueError(f"unknown sandbox kind {kind!r}")
+    host = make_host(kind, per_runner=per_runner, job_memory_mb=job_memory_mb, **host_options)
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"
     return SandboxPool(host, size=size, per_runner=per_runner, pin_cpus=pin_cpus)

@@ -21,8 +21,8 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 @functools.lru_cache(maxsize=1)
 def docker_problem() -> str | None:
     """None when the engine answers and the sandbox image is present, else why not."""
+    from sandbox.hosts import docker_available
     from sandbox.hosts.docker import DockerHost
-    from sandbox.pool import docker_available
 
     if not docker_available():
         return "no Docker engine answers"

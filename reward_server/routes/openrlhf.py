@@ -22,6 +22,7 @@ from reward_server.body import parse_body, request_body
 from reward_server.errors import BODY_RESPONSES, InvalidRequest, error
 from reward_server.labels import task_of
 from reward_server.schemas import ScoreItem, Task
+from reward_server.state import ServerState
 
 router = APIRouter(tags=["compat: OpenRLHF"])
 _task_adapter: TypeAdapter = TypeAdapter(Task)
@@ -132,7 +133,7 @@ def _items(req: GetRewardRequest, check_raw_tasks) -> list[ScoreItem]:
 @router.post("/get_reward", response_model=GetRewardResponse, summary="OpenRLHF remote reward model",
              openapi_extra=request_body(GetRewardRequest), responses=BODY_RESPONSES)
 async def get_reward(request: Request):
-    st = request.app.state
+    st = ServerState.of(request)
     req = await parse_body(request, GetRewardRequest, list_field="query", max_items=st.settings.max_items_per_request)
     items = await asyncio.to_thread(_items, req, st.scorer.check_raw_tasks)
     results = await st.scorer.score(items, field="query")

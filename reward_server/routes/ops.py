@@ -10,6 +10,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from reward_server.state import ServerState
+
 router = APIRouter(tags=["ops"])
 
 
@@ -21,24 +23,22 @@ async def healthz():
 @router.get("/readyz", summary="Readiness: the default runtime's sandbox pool has live runners",
             responses={503: {"description": "not ready: no live runner, or shutting down (same body)"}})
 async def readyz(request: Request):
-    st = request.app.state
-    p = getattr(st, "pool", None)
-    adm = getattr(st, "admission", None)
-    ready = bool(p is not None and getattr(p, "ready", False) and adm is not None and not adm.draining)
+    st = ServerState.of(request)
+    p, adm = st.runner, st.admission
+    ready = bool(p is not None and p.ready and adm is not None and not adm.draining)
     body: dict[str, Any] = {"ready": ready}
-    if p is not None and hasattr(p, "languages"):
-        with contextlib.suppress(Exception):
-            body["languages"] = p.languages()
-    if p is not None and hasattr(p, "toolchain_status"):  # the toolchain pool: idle until the first such job
-        with contextlib.suppress(Exception):
-            body["toolchains"] = p.toolchain_status()
     if p is not None:
         with contextlib.suppress(Exception):
+            body["languages"] = p.languages()
+        with contextlib.suppress(Exception):  # the toolchain pool: idle until the first such job
+            toolchains = p.toolchain_status()
+            if toolchains is not None:
+                body["toolchains"] = toolchains
+        with contextlib.suppress(Exception):
             body["pool"] = json.loads(p.stats().model_dump_json())
-        body["default_runtime"] = getattr(p, "default", None) or st.settings.runtime
+        body["default_runtime"] = p.default_runtime
         with contextlib.suppress(Exception):  # each runtime: ready / idle / down / unavailable (why) / not offered
-            body["runtimes"] = p.status() if hasattr(p, "status") else {body["default_runtime"]: {
-                "default": True, "state": "ready" if getattr(p, "ready", False) else "down"}}
+            body["runtimes"] = p.status()
     return JSONResponse(status_code=200 if ready else 503, content=body)
 
 
@@ -46,4 +46,4 @@ async def readyz(request: Request):
             responses={200: {"description": "Prometheus text exposition format",
                              "content": {CONTENT_TYPE_LATEST.split(";")[0]: {"schema": {"type": "string"}}}}})
 async def metrics(request: Request):
-    return Response(generate_latest(request.app.state.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(ServerState.of(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)

@@ -34,7 +34,10 @@ from reward_server.errors import BODY_RESPONSES, InvalidRequest, RequestRejected
 from reward_server.grading.code import extract_code
 from reward_server.logs import request_id
 from reward_server.schemas import ScoreItem
+from reward_server.scoring import Scorer
 from reward_server.settings import Settings
+from reward_server.state import ServerState
+from sandbox.api import InfraError
 from sandbox.jobs import ExecRequest, Limits, escape_surrogates
 from sandbox.runner import languages
 
@@ -180,10 +183,10 @@ def _exec_request(req: RunCodeRequest, settings: Settings, runtime: str) -> tupl
     return ereq, "; ".join(notes)
 
 
-async def _run(scorer, ereq: ExecRequest) -> RunCodeResponse:
+async def _run(scorer: Scorer, ereq: ExecRequest) -> RunCodeResponse:
     try:
         res = await scorer.execute(ereq)
-    except scorer.infra_error as e:
+    except InfraError as e:
         return RunCodeResponse(status="SandboxError", message=f"sandbox error: {e}")
     if res.compile is not None:
         scorer.metrics.compile_cache.labels(ereq.language, res.compile.cache).inc()
@@ -196,7 +199,7 @@ async def _run(scorer, ereq: ExecRequest) -> RunCodeResponse:
              openapi_extra=request_body(RunCodeRequest),
              responses={**BODY_RESPONSES, 504: {"description": "over capacity (queue full); retry (verl does)"}})
 async def run_code(request: Request):
-    st = request.app.state
+    st = ServerState.of(request)
     settings: Settings = st.settings
     req = await parse_body(request, RunCodeRequest, escape=False)
     language = _language(req.language)
@@ -306,7 +309,7 @@ def _extracted_type(mode: str, completion: str) -> str:
 @router.post("/submit", response_model=EvalResult, summary="SandboxFusion: judge one completion (CommonOJ stdio)",
              openapi_extra=request_body(SubmitRequest), responses=BODY_RESPONSES)
 async def submit(request: Request):
-    st = request.app.state
+    st = ServerState.of(request)
     settings: Settings = st.settings
     req = await parse_body(request, SubmitRequest)
     cfg = req.config

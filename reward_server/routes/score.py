@@ -13,6 +13,7 @@ from reward_server.body import parse_body, request_body
 from reward_server.errors import BODY_RESPONSES
 from reward_server.logs import request_id
 from reward_server.schemas import ScoreItem, ScoreRequest, ScoreResponse, encode_results
+from reward_server.state import ServerState
 
 router = APIRouter(tags=["score"])
 _ITEM: TypeAdapter = TypeAdapter(ScoreItem)
@@ -33,10 +34,10 @@ def _raw_tasks(obj: Any) -> list[tuple[list, Any]]:
     responses=BODY_RESPONSES,
 )
 async def score(request: Request):
-    st = request.app.state
+    st = ServerState.of(request)
     req = await parse_body(request, ScoreRequest, list_field="items", max_items=st.settings.max_items_per_request,
                            precheck=lambda obj: st.scorer.check_raw_tasks(_raw_tasks(obj)), element=_ITEM)
     results = await st.scorer.score(req.items, req.weights, req.extract)
-    st.request_log[("req", request_id.get())] = {"items": len(results)}
+    st.request_log[request_id.get()] = {"items": len(results)}
     body = await asyncio.to_thread(encode_results, results)
     return Response(content=body, media_type="application/json")

@@ -27,7 +27,14 @@ class RunnerHandle:
 
 
 class Host(abc.ABC):
+    """Starts and stops runners for one pool. `runtime` is what its runners run (a name of
+    `sandbox.runtimes`); a `dynamic` host's runners come and go on their own (the pool asks
+    `discover()` on each health tick instead of starting and replacing them)."""
+
     kind: str = "?"
+    runtime: str = "python"
+    dynamic: bool = False
+    start_timeout: float = 60.0
 
     @abc.abstractmethod
     async def start_runner(self, index: int) -> RunnerHandle: ...
@@ -45,6 +52,18 @@ class Host(abc.ABC):
     def replaceable(self) -> bool:
         """Whether the pool may start a new runner in place of a dead one."""
         return True
+
+    async def discover(self, known: set[str]) -> list[RunnerHandle]:
+        """A dynamic host's runners that answer now and are not in `known` (socket paths)."""
+        return []
+
+    def languages(self) -> list[str] | None:
+        """The languages this host's runners can run, where the host knows (None: ask them)."""
+        return None
+
+    def where(self) -> str:
+        """Where its runners are, for messages."""
+        return self.kind
 
 
 async def wait_for_socket(path: str, timeout: float, alive=None) -> None:

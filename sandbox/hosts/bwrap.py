@@ -33,13 +33,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from sandbox import runtimes
 from sandbox.runner import cgroup as runner_cgroup
 from sandbox.runner import languages as runner_languages
 from sandbox.runner import slotns, uidlease
 from sandbox.runner.cgroup import make_memcg, remove_memcg, remove_orphan_memcgs
 from sandbox.runner.languages import packages, pch, typescript
 from sandbox.runner.languages.table import TABLE, TYPESCRIPT_IN_TREE
+from sandbox.runtimes import table as runtimes
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 

@@ -27,6 +27,7 @@ import tempfile
 import uuid
 
 from sandbox.runner import slotns, uidlease
+from sandbox.runtimes import table as runtimes
 
 from .base import PACKAGE_DIR, RUNNER_SOCKET, Host, RunnerHandle, RunnerStartError, wait_for_socket
 
@@ -65,10 +66,9 @@ class DockerHost(Host):
         import docker
 
         self.client = docker.from_env(timeout=30)
-        from sandbox import runtimes
-
-        self.runtime = runtimes.get(runtime)
-        self.image = image or (self.runtime.image() if runtime != runtimes.DEFAULT else self.default_image())
+        self.record = runtimes.get(runtime)
+        self.runtime = self.record.name
+        self.image = image or (self.record.image() if runtime != runtimes.DEFAULT else self.default_image())
         self.slots = slots
         self.memory_mb = memory_mb
         self.cpus = cpus
@@ -208,7 +208,7 @@ class DockerHost(Host):
             "mem_limit": f"{self.memory_mb}m",
             "memswap_limit": f"{self.memory_mb}m",
             "nano_cpus": int(self.cpus * 1e9),
-            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", **self.runtime.runner_env()},
+            "environment": {"PYTHONDONTWRITEBYTECODE": "1", "LANG": "C.UTF-8", **self.record.runner_env()},
             "labels": {
                 LABEL: "1", "verireward.pool": self.pool_id, "verireward.owner_lock": self.owner_lock,
                 "verireward.lease_dir": self.lease_dir_id, "verireward.uid_base": str(uid_base),

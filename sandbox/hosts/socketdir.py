@@ -42,16 +42,13 @@ class SocketDirHost(Host):
     def replaceable(self) -> bool:
         return False  # compose / the orchestrator restarts runners, not us
 
-    @property
-    def dynamic(self) -> bool:
-        return True
+    dynamic = True
+
+    def where(self) -> str:
+        return self.socket_dir
 
     def sockets(self) -> list[str]:
         return sorted(glob.glob(os.path.join(glob.escape(self.socket_dir), "*.sock")))
-
-    def count(self) -> int:
-        """Sockets present now (some may be stale: a killed container leaves its file)."""
-        return len(self.sockets())
 
     async def discover(self, known: set[str]) -> list[RunnerHandle]:
         """Handles for sockets not in `known` (paths) whose runner answers a ping now."""

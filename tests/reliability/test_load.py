@@ -40,4 +40,4 @@ def test_burst_beyond_capacity_gets_429_and_accepted_requests_are_answered(load_
     assert set(codes) <= {"200", "429"}, codes
     assert codes["429"] >= 1 and codes["200"] >= LIMIT // BATCH, codes
     # the server is idle again afterwards: admission fully released
-    assert load_server.app.state.admission.admitted == 0
+    assert load_server.app.state.server.admission.admitted == 0

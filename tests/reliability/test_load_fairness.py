@@ -114,10 +114,10 @@ def test_default_pool_admits_more_jobs_than_cores(server):
 
     from sandbox.pool import default_slots
 
-    stats = server.app.state.pool.stats()
+    stats = server.app.state.server.runner.stats()
     cores = len(os.sched_getaffinity(0))
     assert stats.capacity >= default_slots() and (stats.capacity > cores or cores == 1), stats
-    assert server.app.state.admission.max_inflight == stats.capacity
+    assert server.app.state.server.admission.max_inflight == stats.capacity
 
 
 @pytest.mark.timeout(60)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from sandbox import ExecRequest, Job, Limits, runtimes
+from sandbox import ExecRequest, Job, Limits, hosts, runtimes
+from sandbox.router import RuntimePools
 from tests.conftest import IN_CI, kind_params
 from tests.sandbox.conformance_programs import PROGRAMS
 from tests.sandbox.test_conformance import LIMITS, normalise, reference
@@ -29,7 +30,7 @@ WANT = "warm True\n10 (x - 1)*(x + 1) 3 3 1.414214 [1, 2, 3] [[0, 1], [2, 3]] w 
 
 
 def _ready(kind: str) -> str | None:
-    ok = runtimes.docker_ready("sci") if kind == "docker" else runtimes.bwrap_ready("sci")
+    ok = hosts.docker_ready("sci") if kind == "docker" else runtimes.bwrap_ready("sci")
     return None if ok else f"runtime sci not built for {kind}: DOCKER=1 bash sandbox/build_runtime.sh sci"
 
 
@@ -40,7 +41,7 @@ async def pools(request):
         if IN_CI:
             pytest.fail(why, pytrace=False)
         pytest.skip(why)
-    rp = runtimes.RuntimePools(request.param, runtimes=("sci",), size=1, per_runner=2)
+    rp = RuntimePools(request.param, runtimes=("sci",), size=1, per_runner=2)
     await rp.start()
     yield rp
     await rp.close()

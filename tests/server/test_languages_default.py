@@ -21,7 +21,8 @@ import sys
 import httpx
 import pytest
 
-from sandbox.runtimes import RuntimePools, toolchains
+from sandbox import toolchains
+from sandbox.router import RuntimePools
 from tests.conftest import IN_CI
 from tests.sandbox.lang_programs import CASES, EXPECTED, PROGRAMS, completion
 from tests.server.conftest import free_port, kind_params, sandbox_kinds, start_server, wait_ready
@@ -121,7 +122,7 @@ def test_the_toolchain_pool_starts_on_the_first_job_in_another_language(kind):
         assert body["toolchains"]["state"] == "ready" and body["toolchains"]["start_s"] > 0, body
         # one CPU plan, one admission bound (one pool's capacity) for all pools
         assert tc.cpus is py.cpus
-        assert tc.capacity == py.capacity == s.app.state.admission.max_inflight
+        assert tc.capacity == py.capacity == s.app.state.server.admission.max_inflight
         # Python jobs still see the interpreter's files only, beside a running toolchain pool
         view = python_view(s.url)
         assert view["seen"] == [], view

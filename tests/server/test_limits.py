@@ -138,7 +138,7 @@ def test_graceful_shutdown_finishes_accepted_work(kind):
     th = threading.Thread(target=send)
     th.start()
     deadline = time.monotonic() + 30
-    while s.app.state.admission.admitted == 0 and time.monotonic() < deadline:
+    while s.app.state.server.admission.admitted == 0 and time.monotonic() < deadline:
         time.sleep(0.02)
     s.stop()  # like SIGTERM: stop accepting, finish what was accepted, then close the pool
     th.join(60)

@@ -21,7 +21,8 @@ import time
 import httpx
 import pytest
 
-from sandbox import runtimes
+from sandbox import hosts
+from sandbox.router import RuntimePools
 from tests.conftest import IN_CI
 from tests.sandbox.test_isolation import SYSCALLS
 from tests.server.conftest import free_port, kind_params, start_server, wait_ready
@@ -84,7 +85,7 @@ CHECK_PATCH = "import numpy\nprint(numpy.sum([1, 2]))\n"
 
 
 def _need_sci(kind: str) -> None:
-    why = runtimes.unavailable_reason("sci", kind)
+    why = hosts.unavailable_reason("sci", kind)
     if why:
         if IN_CI:
             pytest.fail(why, pytrace=False)
@@ -228,11 +229,11 @@ def test_hostile_code_on_sci_cannot_touch_the_packages_or_the_network(server):
 
 
 def test_admission_bounds_all_runtime_pools_together(server):
-    pools = server.app.state.pool
+    pools = server.app.state.server.runner
     assert set(pools.pools) == {"python", "sci"}
     one = pools.pools["python"].capacity
     assert pools.pools["sci"].capacity == one
-    assert server.app.state.admission.max_inflight == one  # not 2 x: the jobs of both pools share it
+    assert server.app.state.server.admission.max_inflight == one  # not 2 x: the jobs of both pools share it
     assert pools.pools["sci"].cpus is pools.pools["python"].cpus  # one CPU plan: pinned jobs never share a CPU
     stats = httpx.get(server.url + "/readyz", timeout=10).json()["pool"]
     assert stats["capacity"] == 2 * one and stats["size"] == 2, stats
@@ -352,7 +353,7 @@ async def test_warm_set_from_the_environment(kind, monkeypatch):
 
     monkeypatch.setenv("VERIREWARD_RUNTIME_WARM_SCI", "numpy,sympy")
     probe = "import sys\nprint('numpy' in sys.modules, 'sympy' in sys.modules)\n"
-    async with runtimes.RuntimePools(kind, runtimes=(), default="sci", size=1, per_runner=1) as rp:
+    async with RuntimePools(kind, runtimes=(), default="sci", size=1, per_runner=1) as rp:
         r = await rp.execute(ExecRequest(program=probe, runtime="sci", limits=Limits(timeout_s=10, memory_mb=1024)))
     assert (r.status, r.stdout) == ("finished", "True True\n"), r
 

@@ -29,14 +29,14 @@ def test_shutdown_past_its_grace_answers_503_and_reports_cancelled(kind, caplog)
     for t in threads:
         t.start()
     deadline = time.monotonic() + 30
-    while s.app.state.admission.admitted < 3 and time.monotonic() < deadline:
+    while s.app.state.server.admission.admitted < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
     s.stop()
     for t in threads:
         t.join(60)
     assert [r.status_code for r in out] == [503] * 3, [(r.status_code, r.text) for r in out]
     assert all(r.headers["retry-after"] == "1" and "shut down" in r.json()["detail"] for r in out)
-    adm = s.app.state.admission
+    adm = s.app.state.server.admission
     assert adm.cancelled == 3 and adm.admitted == 0
     recs = [r for r in caplog.records if r.getMessage() == "shutting down"]
     assert recs and recs[-1].drained is False and recs[-1].cancelled == 3, recs
@@ -51,7 +51,7 @@ def test_queued_jobs_of_a_client_that_left_never_start(kind):
         hog = threading.Thread(target=lambda: httpx.post(
             s.url + "/run_code", json={"code": "import time\ntime.sleep(2)"}, timeout=60))
         hog.start()
-        adm = s.app.state.admission
+        adm = s.app.state.server.admission
         deadline = time.monotonic() + 30
         while adm.running < 1 and time.monotonic() < deadline:
             time.sleep(0.02)

@@ -1,4 +1,4 @@
-"""Languages beyond Python: what the `languages` host option means to `RuntimePools`, which
+"""Languages beyond Python: what the `languages` host option means to the router (`sandbox.router`), which
 toolchains this host has, and the options of the pool whose runners see them.
 
 A runner is one view: every job it runs sees the same files (a bwrap runner is one mount
