@@ -210,7 +210,7 @@ class Children:
                 self._read_verdict(obj)
             elif kind == "client":
                 self._client_readable(obj)
-            elif kind == "call":  # a descriptor a job reads itself (compiled.Launcher)
+            elif kind == "call":  # a descriptor a job reads itself (launcher.Launcher)
                 obj()
 
     def watch_client(self, conn: socket.socket | None) -> None:
@@ -359,7 +359,7 @@ class Children:
         if not c.killed:
             c.killed = True
             cleanup.kill_group(c.pid)
-            if c.ctrl is not None:  # the spawner's child (a launched program: its launcher's, compiled.py)
+            if c.ctrl is not None:  # the spawner's child (a launched program: its launcher's, launcher.py)
                 self.dying.append(c.pid)
         if c.ctrl is not None:
             self.sel.unregister(c.ctrl)

@@ -1,4 +1,4 @@
-"""Attacks on the launcher that starts a compiled program once per stdio test (compiled.Launcher),
+"""Attacks on the launcher that starts a compiled program once per stdio test (launcher.Launcher),
 through a real pool on each host: a program that kills, stops or signals its launcher, leaves
 a process behind for the next test, or reaches for the launcher's memory fails its own test
 only; the other tests of the job get honest verdicts and the runners serve the next job."""
