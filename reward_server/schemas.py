@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     Tag,
     model_serializer,
@@ -114,6 +115,9 @@ class MathTask(BaseModel):
 
     type: Literal["math"]
     answer: str = Field(description="the reference answer, LaTeX or plain")
+    # the grader's options as admission validated them (Scorer.check_limits), so the server
+    # validates them once; the worker validates what crosses to it once more
+    _options: Any = PrivateAttr(None)
 
 
 def _task_tag(value: Any) -> str | None:

@@ -163,7 +163,7 @@ class Scorer:
             if isinstance(t, MathTask):
                 if t.model_extra and self.math_module is not None:
                     try:
-                        self.math_module.MathOptions.model_validate(t.model_extra)
+                        t._options = self.math_module.MathOptions.model_validate(t.model_extra)
                     except ValueError as e:
                         errors.extend(error([field, i, "task", *err["loc"]], err["msg"], err["type"]) for err in e.errors())
             else:
@@ -257,4 +257,6 @@ class Scorer:
         extra = task.model_extra or {}
         if not extra or self.math_module is None:
             return None
-        return self.math_module.MathOptions.model_validate(extra)
+        if task._options is None:  # a caller that skipped admission (none of the routes do)
+            task._options = self.math_module.MathOptions.model_validate(extra)
+        return task._options
