@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
 
 from fastapi import FastAPI
 
@@ -20,9 +19,10 @@ from reward_server import errors
 from reward_server.admission import Admission
 from reward_server.body import install_openapi
 from reward_server.gateway import GatewayMiddleware
+from reward_server.grading.math import MathGrader
 from reward_server.logs import configure_logging
 from reward_server.routes import openrlhf, ops, sandbox_fusion, score
-from reward_server.scoring import Scorer, load_math_module
+from reward_server.scoring import Scorer
 from reward_server.settings import Settings
 from reward_server.state import ServerState
 from sandbox.api import JobRunner
@@ -43,11 +43,11 @@ def _make_runner(settings: Settings) -> JobRunner:
                         pin_cpus=pin, **options)
 
 
-async def _start_math(settings: Settings, math_module: Any):
-    if math_module is None:
-        return None
+async def _start_math(settings: Settings) -> MathGrader | None:
+    """The math grader's workers; None (math items then come back as infra_error with a
+    reason) where they cannot start."""
     try:
-        grader = math_module.MathGrader(workers=settings.math_workers)
+        grader = MathGrader(workers=settings.math_workers)
         await grader.start()
         return grader
     except Exception:
@@ -65,12 +65,11 @@ def create_app(settings: Settings | None = None, pool: JobRunner | None = None) 
         p = _make_runner(settings) if pool is None else pool
         if owns_pool:
             await p.start()
-        math_module = load_math_module()
-        grader = await _start_math(settings, math_module)
+        grader = await _start_math(settings)
         max_inflight = settings.max_inflight_jobs or max(1, p.capacity)
         admission = Admission(max_inflight, settings.max_queued_jobs, settings.retry_after_s)
         state.runner, state.admission = p, admission
-        state.scorer = Scorer(settings, p, grader, math_module, admission, state.metrics)
+        state.scorer = Scorer(settings, p, grader, admission, state.metrics)
         offered = [name for name, st in p.status().items() if st["state"] not in ("unavailable", "not offered")]
         log.info("reward server ready", extra={"sandbox": p.kind, "max_inflight": max_inflight, "runtimes": offered,
                                                "max_queued": settings.max_queued_jobs, "math": grader is not None})

@@ -17,6 +17,7 @@ from typing import Any
 from reward_server.admission import Admission, ClientGone
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
 from reward_server.grading.code import build_job, extract_code, shape_reward, task_source_errors
+from reward_server.grading.math import MathGrader, MathOptions
 from reward_server.metrics import Metrics
 from reward_server.schemas import CodeDetail, CodeTask, ExtractOptions, MathTask, ScoreItem, ScoreResult
 from reward_server.settings import Settings, Weights
@@ -30,20 +31,6 @@ log = logging.getLogger("reward_server.scoring")
 _MAX_ERRORS = 20
 
 
-def load_math_module():
-    """The math grader lands separately; the server works without it (math items then come
-    back as infra_error with a reason)."""
-    try:
-        from reward_server.grading import math as m  # noqa: PLC0415
-    except Exception as e:  # ImportError, or a half-written module
-        log.warning("math grader unavailable: %s", e)
-        return None
-    if not hasattr(m, "MathGrader"):
-        log.warning("math grader unavailable: reward_server.grading.math has no MathGrader")
-        return None
-    return m
-
-
 def count_tests(task: CodeTask) -> int:
     """The tests the runner would report for this task, counted from its syntax alone (an
     empty completion's result lists them all as skipped)."""
@@ -55,12 +42,11 @@ def count_tests(task: CodeTask) -> int:
 
 
 class Scorer:
-    def __init__(self, settings: Settings, runner: JobRunner, math_grader: Any, math_module: Any,
+    def __init__(self, settings: Settings, runner: JobRunner, math_grader: MathGrader | None,
                  admission: Admission, metrics: Metrics):
         self.settings = settings
         self.runner = runner
         self.math = math_grader
-        self.math_module = math_module
         self.admission = admission
         self.metrics = metrics
         self.default_limits = Limits(wall_factor=settings.wall_factor)  # a task's own fields override it
@@ -161,9 +147,9 @@ class Scorer:
                 errors.append(error([field, i, "completion"], f"longer than {s.max_code_bytes} bytes", "too_long"))
             t = it.task
             if isinstance(t, MathTask):
-                if t.model_extra and self.math_module is not None:
+                if t.model_extra:
                     try:
-                        t._options = self.math_module.MathOptions.model_validate(t.model_extra)
+                        t._options = MathOptions.model_validate(t.model_extra)
                     except ValueError as e:
                         errors.extend(error([field, i, "task", *err["loc"]], err["msg"], err["type"]) for err in e.errors())
             else:
@@ -255,8 +241,8 @@ class Scorer:
 
     def math_options(self, task: MathTask):
         extra = task.model_extra or {}
-        if not extra or self.math_module is None:
+        if not extra:
             return None
         if task._options is None:  # a caller that skipped admission (none of the routes do)
-            task._options = self.math_module.MathOptions.model_validate(extra)
+            task._options = MathOptions.model_validate(extra)
         return task._options

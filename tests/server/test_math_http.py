@@ -10,10 +10,7 @@ import pytest
 
 from reward_server.compat import verl as verl_compat
 from reward_server.compat.trl import make_trl_reward_func
-from reward_server.scoring import load_math_module
 from tests.server.conftest import ADD_TASK, GOOD_ADD
-
-pytestmark = pytest.mark.skipif(load_math_module() is None, reason="math grader not built yet")
 
 
 def score(url, items):
