@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import queue
 import select
-import struct
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from sandbox.runner import framing
+
 from .options import MathGrade, MathOptions
 
-_HDR = struct.Struct("!I")
 _ROOT = str(Path(__file__).resolve().parents[3])
 _GRACE_S = 0.15
 _START_TIMEOUT_S = 60.0
@@ -40,9 +39,11 @@ class _Worker:
         return msg == "r"
 
     def _recv(self, timeout: float):
+        """The worker's next frame (sandbox.runner.framing's one header rule), or None when it
+        did not come in time."""
         deadline = time.monotonic() + timeout
         buf = b""
-        need = _HDR.size
+        need = framing.HEADER.size
         header_done = False
         while True:
             left = deadline - time.monotonic()
@@ -55,20 +56,15 @@ class _Worker:
             if not chunk:
                 raise EOFError("worker closed its pipe")
             buf += chunk
-            if len(buf) >= need:
-                if not header_done:
-                    (n,) = _HDR.unpack(buf[: _HDR.size])
-                    buf = buf[_HDR.size :]
-                    need = n
-                    header_done = True
-                    if len(buf) >= need:
-                        return json.loads(buf[:need])
-                else:
-                    return json.loads(buf[:need])
+            if not header_done and len(buf) >= need:
+                need = framing.body_size(buf, framing.MAX_FRAME)
+                buf = buf[framing.HEADER.size :]
+                header_done = True
+            if header_done and len(buf) >= need:
+                return framing.decode_body(buf[:need])
 
     def send(self, obj) -> None:
-        data = json.dumps(obj).encode()
-        view = memoryview(_HDR.pack(len(data)) + data)
+        view = memoryview(framing.encode_frame(obj))
         while view:
             n = os.write(self.wfd, view)
             view = view[n:]

@@ -9,16 +9,15 @@ runs under a soft timer (SIGALRM, the worker's own main thread) and an address-s
 
 from __future__ import annotations
 
-import json
 import os
 import resource
 import signal
-import struct
 import sys
+
+from sandbox.runner import framing
 
 from .options import MathGrade, MathOptions
 
-_HDR = struct.Struct("!I")
 MAX_MSG = 64 * 1024 * 1024
 
 
@@ -52,20 +51,20 @@ def _vm_bytes() -> int:
 
 
 def _send(fd: int, grade: MathGrade) -> None:
-    data = json.dumps(grade.model_dump()).encode()
-    _write_all(fd, _HDR.pack(len(data)) + data)
+    _write_all(fd, framing.encode_frame(grade.model_dump()))
 
 
 def _read_request(fd: int) -> dict | None:
     """The next request, or None when the parent closed the pipe (or sent an oversized frame)."""
-    hdr = _read_exact(fd, _HDR.size)
+    hdr = _read_exact(fd, framing.HEADER.size)
     if hdr is None:
         return None
-    (n,) = _HDR.unpack(hdr)
-    if n > MAX_MSG:
+    try:
+        n = framing.body_size(hdr, MAX_MSG)
+        raw = _read_exact(fd, n)
+        return None if raw is None else framing.decode_body(raw)
+    except framing.FrameError:
         return None
-    raw = _read_exact(fd, n)
-    return None if raw is None else json.loads(raw)
 
 
 def _set_memory_cap(limit: int) -> None:
@@ -115,7 +114,7 @@ def main() -> None:
     check("\\boxed{\\frac{1}{2}}", "0.5", {})
     baseline = _vm_bytes()
     signal.signal(signal.SIGALRM, _on_alarm)
-    _write_all(proto_out, _HDR.pack(3) + b'"r"')
+    _write_all(proto_out, framing.encode_frame("r"))
     while (req := _read_request(proto_in)) is not None:
         _send(proto_out, _serve_one(req, baseline))
 
