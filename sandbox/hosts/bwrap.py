@@ -158,11 +158,160 @@ def runtime_libraries(site: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(pairs))
 
 
-def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
-                  uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
-                  toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
-                  slot_shm: slotns.ShmSpec | None = None, runtime: str = "python",
-                  usr_stage: str | None = None) -> list[str]:
+# The command line is cut into parts the way a sandbox is cut into rules, each a function of
+# its own that returns its flags; bwrap_argv puts them together in the order bwrap needs
+# (a mount's parents before it, the tree before the mounts over it, caps before the command).
+Binds = list[tuple[str, str]]
+Links = tuple[tuple[str, str], ...]
+
+
+def namespace_flags() -> list[str]:
+    """New namespaces for everything but the mounts' users (as root the runner keeps the
+    capabilities that give each job a uid of its own, so no user namespace), and a runner
+    that dies with its parent in a session of its own."""
+    flags = [] if os.geteuid() == 0 else ["--unshare-user"]
+    return flags + ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+                    "--die-with-parent", "--new-session"]
+
+
+def environment_flags(rt: runtimes.Runtime) -> list[str]:
+    """An empty environment but what the runner needs (its code's path, the runtime's
+    packages), and a host name that says nothing of the host."""
+    flags = ["--clearenv", "--hostname", "sandbox",
+             "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+             "--setenv", "PYTHONPATH", CODE_ROOT,
+             "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+             "--setenv", "LANG", "C.UTF-8"]
+    for key, value in rt.runner_env().items():
+        flags += ["--setenv", key, value]
+    return flags
+
+
+def interpreter_binds(dirs: tuple[str, ...], files: tuple[str, ...]) -> Binds:
+    """The interpreter's standard library, binary and libraries, and the runner's own code."""
+    return [(d, d) for d in dirs] + [(f, f) for f in files] + [(str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox")]
+
+
+def runtime_binds(rt: runtimes.Runtime, dirs: tuple[str, ...], files: tuple[str, ...], links: Links) -> Binds:
+    """A runtime's packages, and the system libraries their extensions link that the
+    interpreter's binds do not already hold (none for the standard library alone)."""
+    if rt.site_dir is None:
+        return []
+    if not runtimes.bwrap_ready(rt.name):
+        raise RunnerStartError(f"runtime {rt.name!r} is not built: bash sandbox/build_runtime.sh {rt.name}")
+    known = {os.path.basename(f) for f in files} | {os.path.basename(p) for p, _ in links}  # the interpreter's
+    return [(str(rt.site_dir), runtimes.SITE_IN_SANDBOX)] + [
+        (src, dst) for src, dst in runtime_libraries(os.path.realpath(rt.site_dir))
+        if os.path.basename(dst) not in known and os.path.basename(src) not in known
+        and not any(dst.startswith(d + "/") for d in dirs)]
+
+
+def toolchain_binds(dirs: tuple[str, ...], links: Links, pch_dir: str | None, ts_dir: str | None
+                    ) -> tuple[Binds, Links]:
+    """Compilers and runtimes (sandbox/runner/languages): their packages' files, read-only,
+    with the links they need (all of the system dirs where no package database tells what);
+    C++'s precompiled header and TypeScript's compiler where the runner looks for them.
+    Returns the binds to add and `links` with theirs."""
+    root_links = {d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}
+    view = toolchain_view()
+    if view is None:
+        links = tuple({**dict(links), **root_links}.items())
+        binds = [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
+    else:
+        links = tuple({**dict(links), **root_links, **dict(view.links)}.items())
+        binds = [(p, p) for p in view.binds if not any(p == d or p.startswith(d + "/") for d in dirs)]
+    binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
+    if pch_dir:  # where compiled.PCH_DIR expects it
+        binds.append((pch_dir, f"{CODE_ROOT}/pch"))
+    if ts_dir:  # where table.TYPESCRIPT_HOME is in the runner's tree
+        binds.append((ts_dir, f"{CODE_ROOT}/{TYPESCRIPT_IN_TREE}"))
+    return binds, links
+
+
+def read_only_tree_flags(binds: Binds, links: Links) -> list[str]:
+    """The root's tree: each directory that a link or bind sits in (0755, made once), the
+    links (shallow first), then every bind read-only."""
+    link_paths = {p for p, _ in links}
+    made: set[str] = set()
+    flags: list[str] = []
+
+    def parents(path: str) -> None:
+        for anc in _ancestors(path):
+            if anc not in made and anc not in link_paths:
+                flags.extend(["--perms", "0755", "--dir", anc])
+                made.add(anc)
+
+    for path, _target in links:
+        parents(path)
+    for path, target in sorted(links, key=lambda pt: pt[0].count("/")):
+        flags += ["--symlink", target, path]
+    for _src, dst in binds:
+        parents(dst)
+    for src, dst in binds:
+        flags += ["--ro-bind", src, dst]
+    return flags
+
+
+def hidden_site_packages_flags(dirs: tuple[str, ...]) -> list[str]:
+    """The standard library without the host's installed packages: an empty read-only tmpfs
+    over each site-packages."""
+    flags: list[str] = []
+    for d in dirs:
+        site = os.path.join(d, "site-packages")
+        if os.path.isdir(site):
+            flags += ["--perms", "0555", "--tmpfs", site, "--remount-ro", site]
+    return flags
+
+
+def proc_dev_flags(shm_mb: int) -> list[str]:
+    """The pid namespace's /proc, a minimal /dev, and its /dev/shm: POSIX semaphores and
+    shared memory (multiprocessing) live there; with slot_shm each slot's keeper mounts one of
+    its own over this one (sandbox.runner.slotns); what a job leaves there is removed after it
+    (cleanup.remove_files_of)."""
+    return ["--proc", "/proc", "--dev", "/dev",
+            "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm"]
+
+
+def writable_mount_flags(socket_dir: str, tmp_mb: int, scratch_dir: str | None, memcg_dir: str | None) -> list[str]:
+    """What the runner may write: a small /tmp, the host's socket directory at /run/sandbox,
+    the slots' scratch tmpfs mounts, the slots' memory cgroups."""
+    flags = ["--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
+             "--perms", "0755", "--dir", "/run",
+             "--bind", socket_dir, "/run/sandbox"]
+    if scratch_dir is not None:
+        flags += ["--bind", scratch_dir, SCRATCH_BASE]
+    if memcg_dir is not None:
+        flags += ["--bind", memcg_dir, runner_cgroup.JOB_CGROUP_DIR]
+    return flags
+
+
+def capability_flags(slot_shm: slotns.ShmSpec | None) -> list[str]:
+    """As root: every capability dropped but the runner's (and CAP_SYS_ADMIN while it starts,
+    with slot_shm); else none to drop (a user namespace's are its own)."""
+    if os.geteuid() != 0:
+        return []
+    flags = ["--cap-drop", "ALL"]
+    for cap in RUNNER_CAPS + (STARTUP_CAPS if slot_shm else ()):
+        flags += ["--cap-add", cap]
+    return flags
+
+
+def runner_flags(python: str, *, slots: int, uid_base: int, slot_shm: slotns.ShmSpec | None) -> list[str]:
+    """The command bwrap runs: the runner's server on its socket, from the code bound at CODE_ROOT."""
+    flags = ["--", python, "-I", "-S", "-c",
+             f"import sys; sys.path.insert(0, {CODE_ROOT!r}); from sandbox.runner.server import main; main()",
+             "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", SCRATCH_BASE,
+             "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base)]
+    if slot_shm is not None:
+        flags += ["--slot-shm", slot_shm.arg()]
+    return flags
+
+
+def bwrap_argv(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None = None,
+               uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
+               toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
+               slot_shm: slotns.ShmSpec | None = None, runtime: str = "python",
+               usr_stage: str | None = None) -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it;
@@ -173,97 +322,23 @@ def bwrap_command(socket_dir: str, *, slots: int, tmp_mb: int, python: str | Non
     bwrap reads the mount table once per bind, so a thousand binds of its own take seconds."""
     python = python or os.path.realpath(sys.executable)
     dirs, files, links = interpreter_files(python)
-    cmd = [bwrap_path()]
-    if os.geteuid() != 0:
-        cmd += ["--unshare-user"]
-    cmd += [
-        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--clearenv",
-        "--hostname", "sandbox",
-        "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
-        "--setenv", "PYTHONPATH", CODE_ROOT,
-        "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
-        "--setenv", "LANG", "C.UTF-8",
-    ]
+    bwrap = bwrap_path()
     rt = runtimes.get(runtime)
-    for key, value in rt.runner_env().items():
-        cmd += ["--setenv", key, value]
-    binds: list[tuple[str, str]] = [(d, d) for d in dirs] + [(f, f) for f in files]
-    binds.append((str(PACKAGE_DIR), f"{CODE_ROOT}/sandbox"))
-    if rt.site_dir is not None:  # a runtime's packages, and the system libraries their extensions link
-        if not runtimes.bwrap_ready(runtime):
-            raise RunnerStartError(f"runtime {runtime!r} is not built: bash sandbox/build_runtime.sh {runtime}")
-        binds.append((str(rt.site_dir), runtimes.SITE_IN_SANDBOX))
-        known = {os.path.basename(f) for f in files} | {os.path.basename(p) for p, _ in links}  # the interpreter's
-        binds += [(src, dst) for src, dst in runtime_libraries(os.path.realpath(rt.site_dir))
-                  if os.path.basename(dst) not in known and os.path.basename(src) not in known
-                  and not any(dst.startswith(d + "/") for d in dirs)]
-    if toolchains:  # compilers and runtimes (sandbox/runner/languages): their packages' files, read-only
-        root_links = {d: os.readlink(d) for d in TOOLCHAIN_DIRS if os.path.islink(d)}
-        view = toolchain_view()
-        if view is None:  # no package database to tell what they need: the system dirs whole
-            links = tuple({**dict(links), **root_links}.items())
-            binds += [(d, d) for d in TOOLCHAIN_DIRS if os.path.isdir(d) and not os.path.islink(d)]
-        else:
-            links = tuple({**dict(links), **root_links, **dict(view.links)}.items())
-            binds += [(p, p) for p in view.binds if not any(p == d or p.startswith(d + "/") for d in dirs)]
-        binds += [(p, p) for p in runner_languages.host_paths()]  # Debian's /etc/alternatives, the JDK's /etc
-        if pch_dir:  # C++'s precompiled header, where compiled.PCH_DIR expects it
-            binds.append((pch_dir, f"{CODE_ROOT}/pch"))
-        if ts_dir:  # TypeScript's compiler (npm), where table.TYPESCRIPT_HOME is in the runner's tree
-            binds.append((ts_dir, f"{CODE_ROOT}/{TYPESCRIPT_IN_TREE}"))
+    binds = interpreter_binds(dirs, files) + runtime_binds(rt, dirs, files, links)
+    if toolchains:
+        more, links = toolchain_binds(dirs, links, pch_dir, ts_dir)
+        binds += more
     if usr_stage is not None:
         binds, links = _stage_usr(usr_stage, binds, links)
-    link_paths = {p for p, _ in links}
-    made: set[str] = set()
-    for path, _target in links:  # parents of the links first, then the links (shallow first)
-        for anc in _ancestors(path):
-            if anc not in made and anc not in link_paths:
-                cmd += ["--perms", "0755", "--dir", anc]
-                made.add(anc)
-    for path, target in sorted(links, key=lambda pt: pt[0].count("/")):
-        cmd += ["--symlink", target, path]
-    for _src, dst in binds:
-        for anc in _ancestors(dst):
-            if anc not in made and anc not in link_paths:
-                cmd += ["--perms", "0755", "--dir", anc]
-                made.add(anc)
-    for src, dst in binds:
-        cmd += ["--ro-bind", src, dst]
-    for d in dirs:  # the standard library without the host's installed packages
-        site = os.path.join(d, "site-packages")
-        if os.path.isdir(site):
-            cmd += ["--perms", "0555", "--tmpfs", site, "--remount-ro", site]
-    cmd += [
-        "--proc", "/proc",
-        "--dev", "/dev",
-        # POSIX semaphores and shared memory (multiprocessing) live in /dev/shm; with slot_shm
-        # each slot's keeper mounts one of its own over this one (sandbox.runner.slotns); what
-        # a job leaves there is removed after it (cleanup.remove_files_of)
-        "--perms", SHM_MODE, "--size", str(shm_mb << 20), "--tmpfs", "/dev/shm",
-        "--perms", "0755", "--size", str(tmp_mb << 20), "--tmpfs", "/tmp",
-        "--perms", "0755", "--dir", "/run",
-        "--bind", socket_dir, "/run/sandbox",
-    ]
-    if scratch_dir is not None:
-        cmd += ["--bind", scratch_dir, SCRATCH_BASE]
-    if memcg_dir is not None:
-        cmd += ["--bind", memcg_dir, runner_cgroup.JOB_CGROUP_DIR]
-    cmd += ["--chdir", "/"]
     slot_shm = slot_shm if os.geteuid() == 0 else None
-    if os.geteuid() == 0:
-        cmd += ["--cap-drop", "ALL"]
-        for cap in RUNNER_CAPS + (STARTUP_CAPS if slot_shm else ()):
-            cmd += ["--cap-add", cap]
-    cmd += [
-        "--", python, "-I", "-S", "-c",
-        f"import sys; sys.path.insert(0, {CODE_ROOT!r}); from sandbox.runner.server import main; main()",
-        "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(slots), "--scratch", SCRATCH_BASE,
-        "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base),
-    ]
-    if slot_shm is not None:
-        cmd += ["--slot-shm", slot_shm.arg()]
-    return cmd
+    return [bwrap, *namespace_flags(), *environment_flags(rt),
+            *read_only_tree_flags(binds, links), *hidden_site_packages_flags(dirs),
+            *proc_dev_flags(shm_mb), *writable_mount_flags(socket_dir, tmp_mb, scratch_dir, memcg_dir),
+            "--chdir", "/", *capability_flags(slot_shm),
+            *runner_flags(python, slots=slots, uid_base=uid_base, slot_shm=slot_shm)]
+
+
+bwrap_command = bwrap_argv  # the name the benches and older tests call it by
 
 
 def _stage_usr(stage: str, binds: list[tuple[str, str]], links: tuple[tuple[str, str], ...]
@@ -342,10 +417,10 @@ class BwrapHost(Host):
         quota = os.geteuid() == 0  # a mount namespace of our own needs CAP_SYS_ADMIN
         # the toolchains' view of /usr (a thousand binds) is built by mountns.py, where it runs
         stage = sock_dir + "-usr" if quota and self.toolchains else None
-        cmd = bwrap_command(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
-                            scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
-                            toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
-                            runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm)
+        cmd = bwrap_argv(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
+                         scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
+                         toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
+                         runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm)
         if not quota:
             return cmd
         mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
