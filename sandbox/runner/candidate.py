@@ -13,7 +13,6 @@ import builtins
 import gc
 import marshal
 import os
-import resource
 import signal
 import socket
 import sys
@@ -321,20 +320,11 @@ def _enter_jail(msg: dict) -> None:
     limits.drop_privileges(msg["uid"])
 
 
-def _runtime_limits(msg: dict) -> None:
-    """The limits a compiled program's runtime needs (RLIMIT_DATA, a stack) on top of the jail's."""
-    for kind, mb in ((resource.RLIMIT_DATA, msg["data_mb"]), (resource.RLIMIT_STACK, msg["stack_mb"])):
-        if mb:
-            hard = resource.getrlimit(kind)[1]
-            want = mb * limits.MB if hard == resource.RLIM_INFINITY else min(mb * limits.MB, hard)
-            resource.setrlimit(kind, (want, want))
-
-
 def _execve(ctrl: socket.socket, msg: dict) -> None:
-    """Become the program `msg["argv"]` names: its runtime's limits, the one frame a script run
-    sends (nothing of the program has run yet), then exec; the kernel's exit status is what
-    the supervisor reads. Returns never."""
-    _runtime_limits(msg)
+    """Become the program `msg["argv"]` names (its limits, RLIMIT_DATA and the stack with the
+    rest, are this process's already): the one frame a script run sends (nothing of the
+    program has run yet), then exec; the kernel's exit status is what the supervisor reads.
+    Returns never."""
     if msg.get("compile_view"):
         try:
             compileview.restrict_reads()  # /dev holds only null, zero and urandom for a compiler
@@ -360,7 +350,6 @@ def _launch(ctrl: socket.socket, msg: dict) -> None:
     request it says b"P<pid>\\n" (or b"E<errno>\\n"), then b"X<pid> <code> <signal>\\n" once the
     child ended, from its own waitpid. The supervisor checks that the pid is our child and
     kills the job's other processes between tests. Returns never."""
-    _runtime_limits(msg)
     framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
     ctrl.setblocking(True)
     argv, env = msg["argv"], msg["env"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import resource
 import socket
 import time
 from dataclasses import dataclass
@@ -37,11 +36,13 @@ class Limits:
     idle_s: float = 0.0  # cut the process after this long without CPU (0: never; a compile's)
     compile_view: bool = False  # a compiler: reads only the files it needs, /dev only null, zero, urandom
 
-    def rlimits(self, timeout_s: float, n_units: int = 0, extra_nproc: int = 0) -> limits.Rlimits:
-        """The jail's rlimits for a process of these limits (RLIMIT_DATA and the stack come on top:
-        `set_runtime_limits`), its RLIMIT_CPU sized for `n_units` tests of `timeout_s`."""
+    def rlimits(self, timeout_s: float, n_units: int = 0, extra_nproc: int = 0,
+                cpu_grace_s: int = 0) -> limits.Rlimits:
+        """The rlimits of a process of these limits (the jail's, RLIMIT_DATA and the stack), its
+        RLIMIT_CPU sized for `n_units` tests of `timeout_s`."""
         return limits.Rlimits.for_tests(timeout_s, n_units, memory_mb=self.as_mb, nproc=self.nproc + extra_nproc,
-                                        fsize_mb=self.fsize_mb, nofile=self.nofile)
+                                        fsize_mb=self.fsize_mb, nofile=self.nofile, data_mb=self.data_mb,
+                                        stack_mb=self.stack_mb, cpu_grace_s=cpu_grace_s)
 
 
 class CompileClock(TestClock):
@@ -91,20 +92,6 @@ def make_clock(lim: Limits, started: float, cpu_at_start: float | None) -> TestC
     return CompileClock(lim.timeout_s, lim.wall_margin_s, lim.idle_s, started, cpu_at_start)
 
 
-def set_runtime_limits(pid: int, lim: Limits) -> None:
-    """On a fresh candidate (still ours: before it joins its memory cgroup, cgroup.cap_job_memory):
-    RLIMIT_DATA, and RLIMIT_CPU's soft limit a second below the hard one (its caller asks for a
-    second more, so the soft limit is the timeout rounded up + 1 s), so a program past it
-    gets SIGXCPU (a time-limit verdict) where a starved supervisor has not stopped it yet,
-    not the SIGKILL a hard limit sends (which reads as out of memory)."""
-    with contextlib.suppress(OSError, ValueError):
-        resource.prlimit(pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
-    with contextlib.suppress(OSError, ValueError):  # lowering a soft limit needs no privilege
-        hard = resource.prlimit(pid, resource.RLIMIT_CPU)[1]
-        if hard != resource.RLIM_INFINITY and hard > 1:
-            resource.prlimit(pid, resource.RLIMIT_CPU, (hard - 1, hard))
-
-
 def run_process(ch: Children, meter: OutputMeter, argv: list[str], env: dict[str, str], stdin: str, scratch: str,
                 lim: Limits) -> ScriptEnd:
     """Start `argv` as a fresh candidate (it execs it once jailed), its output charged to
@@ -116,10 +103,10 @@ def run_process(ch: Children, meter: OutputMeter, argv: list[str], env: dict[str
     clock = make_clock(lim, run.t0, tree_cpu_s(c.pid, uid))
     out = ScriptEnd()
     c.pending_stdin = encode_stdin(stdin)
-    # RLIMIT_CPU: the timeout (rounded) + 1 s, + 1 s hard
-    msg = ch.load_message(c, "execve", "", scratch, lim.rlimits(lim.timeout_s + 1))
-    msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb, compile_view=lim.compile_view)
-    set_runtime_limits(c.pid, lim)
+    # RLIMIT_CPU: the timeout (rounded) + 1 s soft, + 1 s hard (before it joins its memory
+    # cgroup, cgroup.cap_job_memory, which reads RLIMIT_DATA)
+    msg = ch.load_message(c, "execve", "", scratch, lim.rlimits(lim.timeout_s + 1, cpu_grace_s=1))
+    msg.update(argv=argv, env=env, compile_view=lim.compile_view)
     if not ch.send_candidate(c, msg):
         out.status, out.message = "error", "candidate did not start"
     else:
@@ -138,8 +125,8 @@ class Launcher:
     """A jailed candidate that starts the job's program once per test (candidate._launch).
 
     Every jail step is the candidate's own, made once per job instead of once per test: the
-    job's uid, its rlimits (set here with prlimit, as for any candidate), RLIMIT_DATA and the
-    stack, the slot's memory cgroup, the Landlock domain and the seccomp filter, the scratch as
+    job's uid, its rlimits (RLIMIT_DATA and the stack among them, set here with prlimit, as for
+    any candidate), the slot's memory cgroup, the Landlock domain and the seccomp filter, the scratch as
     cwd. Each program is its child by posix_spawn and inherits all of it; so a test costs an
     exec, not a fork of a Python process plus its copied pages (issue 17: 2.6 -> ~1 ms).
     The launcher runs as the job's uid, so a program may kill it (its own test then fails and
@@ -164,9 +151,9 @@ class Launcher:
         c = ch.take_candidate("script", meter)
         # the launcher is one of the uid's processes: one more, so the program keeps its nproc
         # RLIMIT_CPU: each program's, as run_process's
-        msg = ch.load_message(c, "launch", "", scratch, lim.rlimits(lim.timeout_s + 1, extra_nproc=1))
-        msg.update(argv=argv, env=env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
-        set_runtime_limits(c.pid, lim)
+        rl = lim.rlimits(lim.timeout_s + 1, extra_nproc=1, cpu_grace_s=1)
+        msg = ch.load_message(c, "launch", "", scratch, rl)
+        msg.update(argv=argv, env=env)
         if not (ch.send_candidate(c, msg) and ch.wait_settled(c, time.monotonic() + 10)
                 and c.channel.load.syntax_ok is True):
             ch.kill_candidate(c)

@@ -59,22 +59,29 @@ def can_switch_uid() -> bool:
 
 @dataclass(frozen=True)
 class Rlimits:
-    """A candidate's resource limits, the one record of their keys: made from a job's limits,
-    set on the fresh process by the supervisor (prlimit: it is still ours), or where that
-    failed sent in its first frame and set by the process itself."""
+    """A candidate's resource limits, the one record of their keys: made from a job's or a
+    build's limits, set on the fresh process by the supervisor (prlimit: it is still ours), or
+    where that failed sent in its first frame and set by the process itself."""
 
     memory_mb: int  # RLIMIT_AS
     nproc: int
     fsize_mb: int
     nofile: int
     cpu_s: int  # a backstop: the supervisor's clock is each test's limit
+    data_mb: int = 0  # RLIMIT_DATA, a compiled program's memory (0: not set)
+    stack_mb: int = 0  # RLIMIT_STACK (0: the default)
+    # RLIMIT_CPU's soft limit this far below the hard one (set by the supervisor only): a program
+    # past it gets SIGXCPU (a time-limit verdict) where a starved supervisor has not stopped it
+    # yet, not the SIGKILL of the hard limit (which reads as out of memory)
+    cpu_grace_s: int = 0
 
     @classmethod
     def for_tests(cls, timeout_s: float, n_units: int, *, memory_mb: int, nproc: int, fsize_mb: int,
-                  nofile: int) -> Rlimits:
+                  nofile: int, data_mb: int = 0, stack_mb: int = 0, cpu_grace_s: int = 0) -> Rlimits:
         """RLIMIT_CPU for a process that loads and then runs up to `n_units` tests of
         `timeout_s` each: timeout_s x (n_units + 1), rounded down, + 1 s."""
-        return cls(memory_mb, nproc, fsize_mb, nofile, int(timeout_s * (n_units + 1)) + 1)
+        return cls(memory_mb, nproc, fsize_mb, nofile, int(timeout_s * (n_units + 1)) + 1, data_mb, stack_mb,
+                   cpu_grace_s)
 
     @classmethod
     def of_job(cls, lim: dict, n_units: int) -> Rlimits:
@@ -84,24 +91,32 @@ class Rlimits:
 
     @classmethod
     def from_message(cls, d: dict) -> Rlimits:
-        return cls(d["memory_mb"], d["nproc"], d["fsize_mb"], d["nofile"], d["cpu_s"])
+        """From `to_message`'s dict (data and stack absent: not set)."""
+        return cls(d["memory_mb"], d["nproc"], d["fsize_mb"], d["nofile"], d["cpu_s"], d.get("data_mb", 0),
+                   d.get("stack_mb", 0))
 
     def to_message(self) -> dict:
+        """For a process that sets its own limits (prlimit failed): all but the CPU grace, which
+        only the supervisor sets (such a process keeps soft = hard)."""
         return {"memory_mb": self.memory_mb, "nproc": self.nproc, "fsize_mb": self.fsize_mb, "nofile": self.nofile,
-                "cpu_s": self.cpu_s}
+                "cpu_s": self.cpu_s, "data_mb": self.data_mb, "stack_mb": self.stack_mb}
 
     def apply(self, pid: int = 0) -> None:
         """Set soft and hard limits on this process, or on `pid` (prlimit: our own child that
         has not dropped its uid yet). Limits above a hard limit we cannot raise are capped."""
 
+        def pair(kind: int, value: int) -> tuple[int, int]:
+            grace = self.cpu_grace_s if kind == resource.RLIMIT_CPU else 0
+            return (value - grace, value) if value > grace else (value, value)
+
         def setlim(kind: int, value: int) -> None:
             try:
-                resource.prlimit(pid, kind, (value, value))
+                resource.prlimit(pid, kind, pair(kind, value))
             except (ValueError, PermissionError):  # above a hard limit we may not raise
                 hard = resource.prlimit(pid, kind)[1]
                 if hard == resource.RLIM_INFINITY or value <= hard:
                     raise
-                resource.prlimit(pid, kind, (hard, hard))
+                resource.prlimit(pid, kind, pair(kind, hard))
 
         for kind, value in (
             (resource.RLIMIT_AS, self.memory_mb * MB),
@@ -110,7 +125,11 @@ class Rlimits:
             (resource.RLIMIT_NOFILE, self.nofile),
             (resource.RLIMIT_CPU, max(1, self.cpu_s)),
             (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_DATA, self.data_mb * MB),
+            (resource.RLIMIT_STACK, self.stack_mb * MB),
         ):
+            if not value and kind in (resource.RLIMIT_DATA, resource.RLIMIT_STACK):
+                continue  # not set: the inherited one
             try:
                 setlim(kind, value)
             except (ValueError, OSError):

@@ -37,10 +37,8 @@ the rest of the job, that test run again as a process (one that used CPU is a ti
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import resource
 import struct
 import time
 
@@ -356,9 +354,7 @@ class SharedProcess:
         self.started += 1
         # RLIMIT_CPU: every test it may serve (each is limited by the clock here)
         msg = ch.load_message(c, "execve", "", self.scratch, lim.rlimits(lim.timeout_s, min(self.left, MAX_TESTS)))
-        msg.update(argv=self.argv, env=self.env, data_mb=lim.data_mb, stack_mb=lim.stack_mb)
-        with contextlib.suppress(OSError, ValueError):
-            resource.prlimit(c.pid, resource.RLIMIT_DATA, (lim.data_mb * limits.MB, lim.data_mb * limits.MB))
+        msg.update(argv=self.argv, env=self.env)
         self.c, self.served = c, 0
         if not ch.send_candidate(c, msg):
             return False
