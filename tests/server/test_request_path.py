@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from reward_server.client import RewardClient, RewardServerError
 from reward_server.settings import Settings
+from sandbox.api import JobRunner, PoolStats
 from sandbox.jobs import MAX_FILES_BYTES
 from tests.server.conftest import ADD_TASK, GOOD_ADD, free_port
 from tests.server.hostile import FENCE_NO_NEWLINE, SPECIAL_RUN, SURROGATE_RAISE, HealthProbe, hostile_items
@@ -175,20 +176,48 @@ def test_blank_auth_token_refuses_to_start():
 
 
 class _BuggyPool:
-    """A pool whose execute has a bug (raises a plain error): the only way to reach the
-    server's last-resort 500 path on purpose; the real pool never does this."""
+    """A JobRunner whose run and execute have a bug (raise a plain error): the only way to reach
+    the server's last-resort 500 path on purpose; the real pool never does this."""
 
+    kind = "buggy"
+    default_runtime = "python"
     ready = True
     capacity = 1
+
+    async def start(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    async def run(self, job, on_event=None):
+        raise ZeroDivisionError("a bug")
 
     async def execute(self, req):
         raise ZeroDivisionError("a bug")
 
-    def stats(self):
+    def refusal(self, runtime: str) -> str | None:
         return None
+
+    def stats(self) -> PoolStats:
+        return PoolStats(kind="buggy", size=1, live=1, in_flight=0, capacity=1, restarts=0, jobs_total=0,
+                         infra_errors=0)
+
+    def languages(self) -> list[str]:
+        return ["python"]
+
+    def status(self) -> dict:
+        return {"python": {"default": True, "state": "ready"}}
+
+    def toolchain_status(self) -> None:
+        return None
+
+    def handles(self) -> list:
+        return []
 
 
 def test_500_carries_the_request_id():
+    assert isinstance(_BuggyPool(), JobRunner)  # the server's one interface, whole
     from tests.server.conftest import start_server_with_pool  # noqa: PLC0415
 
     s = start_server_with_pool(_BuggyPool())
