@@ -18,9 +18,10 @@ import ctypes
 import os
 import struct
 
-SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+from . import seccomp
+from .seccomp import SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_RESTRICT_SELF
+
 LANDLOCK_ACCESS_FS_READ_FILE = 1 << 2
-LANDLOCK_RULE_PATH_BENEATH = 1
 DEVICES = ("/dev/null", "/dev/zero", "/dev/urandom")
 FAILED = "cannot enter the compiler's view"  # what the candidate says (and exits FAILED_EXIT) where it could not
 FAILED_EXIT = 125
@@ -54,17 +55,7 @@ def restrict_reads() -> bool:
             return False
         raise OSError(err, "landlock_create_ruleset")
     try:
-        for path in readable_roots():
-            try:
-                parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                rule = ctypes.create_string_buffer(struct.pack("=Qi", LANDLOCK_ACCESS_FS_READ_FILE, parent), 12)
-                if syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_PATH_BENEATH, ctypes.addressof(rule), 0) != 0:
-                    raise OSError(ctypes.get_errno(), f"landlock_add_rule {path}")
-            finally:
-                os.close(parent)
+        seccomp.add_path_rules(syscall, fd, LANDLOCK_ACCESS_FS_READ_FILE, readable_roots())
         if syscall(SYS_LANDLOCK_RESTRICT_SELF, fd, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "landlock_restrict_self")
     finally:

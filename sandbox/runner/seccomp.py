@@ -45,6 +45,7 @@ import errno
 import os
 import platform
 import struct
+from collections.abc import Callable
 
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -286,21 +287,30 @@ def make_ruleset(writable: list[str]) -> None:
     fd = p.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.addressof(attr), 24, 0, 0)
     if fd < 0:
         raise JailError(ctypes.get_errno(), "landlock_create_ruleset")
-    for path in writable:
+    try:
+        add_path_rules(p.syscall, fd, LANDLOCK_ACCESS_FS_WRITE_FILE, writable)
+    except JailError:
+        os.close(fd)
+        raise
+    os.set_inheritable(fd, False)  # forked children keep it (fork copies fds); exec'd ones do not
+    p.ruleset_fd = fd
+
+
+def add_path_rules(syscall: Callable[..., int], fd: int, access: int, paths: list[str]) -> None:
+    """Allow `access` beneath each path that exists in the Landlock ruleset `fd` (the one rule
+    loop of the candidates' write ruleset and the compilers' read view, compileview.py)."""
+    for path in paths:
         try:
             parent = os.open(path, os.O_PATH | os.O_CLOEXEC)
         except OSError:
             continue
         try:
             # struct landlock_path_beneath_attr {u64 allowed_access; s32 parent_fd} (packed)
-            rule = ctypes.create_string_buffer(struct.pack("=Qi", LANDLOCK_ACCESS_FS_WRITE_FILE, parent), 12)
-            if p.syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_PATH_BENEATH, ctypes.addressof(rule), 0) != 0:
-                os.close(fd)
+            rule = ctypes.create_string_buffer(struct.pack("=Qi", access, parent), 12)
+            if syscall(SYS_LANDLOCK_ADD_RULE, fd, LANDLOCK_RULE_PATH_BENEATH, ctypes.addressof(rule), 0) != 0:
                 raise JailError(ctypes.get_errno(), f"landlock_add_rule {path}")
         finally:
             os.close(parent)
-    os.set_inheritable(fd, False)  # forked children keep it (fork copies fds); exec'd ones do not
-    p.ruleset_fd = fd
 
 
 def restrict() -> None:
