@@ -131,19 +131,38 @@ class AssertListTests(BaseModel):
     helpers: str = Field("", description=_HELPERS)
     in_place: bool = Field(False, description=_IN_PLACE)
 
+_COMPARE = ("how stdout is compared with the expected output: a named mode reproducing a data set's own "
+            "tester (lines, tokens, codecontests, sandboxfusion, livecodebench, apps, testlib:<checker>; "
+            "see docs/JUDGING.md); ignored where a checker is given")
+
 class StdioCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     stdin: str = ""
     stdout: str
+    compare: str | None = Field(None, max_length=40, description="this case's comparison mode (None: the tests' own)")
+
+class TaskProgram(BaseModel):
+    """A program that is part of the task, not the candidate: a checker (special judge) or an
+    interactor, in any language the server runs; testlib's protocol (docs/JUDGING.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+    language: Language = "cpp"
+    source: str = Field(min_length=1, max_length=1 << 20)
 
 class StdioTests(BaseModel):
-    """APPS / CodeContests style: run the program on stdin, compare stdout line by line."""
+    """APPS / CodeContests style: run the program on stdin, compare stdout (by `compare`, or by a
+    `checker`); with an `interactor`, the program talks to it instead of reading the input."""
 
     model_config = ConfigDict(extra="forbid")
     kind: Literal["stdio"] = "stdio"
     cases: list[StdioCase] = Field(min_length=1)
     float_tolerance: float | None = Field(None, ge=0, description="abs/rel tolerance for an expected token written as a decimal or with an exponent; "
                                             "an expected integer needs its exact value")
+    compare: str = Field("lines", max_length=40, description=_COMPARE)
+    checker: TaskProgram | None = Field(None, description="a special judge: `checker <input> <output> <answer>`, "
+                                        "exit 0 OK, 1 WA, 2 PE, 3 FAIL, 7 partial points (testlib)")
+    interactor: TaskProgram | None = Field(None, description="an interactive problem's judge: `interactor <input> "
+                                           "<output>`, its stdout is the program's stdin and the reverse")
 
 class CallCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
