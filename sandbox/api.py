@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from sandbox.hosts.base import RunnerHandle
 from sandbox.jobs import ExecRequest, ExecResult, Job, JobResult
+from sandbox.sessions import SessionExec, SessionExecResult, SessionSpec, SessionStats
 
 
 class InfraError(RuntimeError):
@@ -20,6 +21,14 @@ class InfraError(RuntimeError):
 class TaskError(ValueError):
     """The runner refused a job's tests (they do not compile or plan on its verdict side): the
     task's fault, neither the candidate's nor the sandbox's."""
+
+
+class SessionsFull(InfraError):
+    """Every session slot is taken: the caller answers 429 (try again later), not a failure."""
+
+
+class UnknownSession(KeyError):
+    """No open session has this key (never opened, or closed)."""
 
 
 class PoolStats(BaseModel):
@@ -43,8 +52,46 @@ class RuntimeStatus(TypedDict, total=False):
 
 
 @runtime_checkable
-class JobRunner(Protocol):
-    """Something that runs jobs: started once, asked to run and execute, asked how it is."""
+class SessionRunner(Protocol):
+    """Something that keeps sessions: sandboxed interpreters alive between calls, in slots of
+    their own (`session_capacity` of them, apart from the job slots). Keys are the sandbox's own
+    (opaque, unguessable); the server maps its session ids onto them."""
+
+    @property
+    def session_capacity(self) -> int:
+        """Sessions it holds at once (0: it offers none)."""
+        ...
+
+    async def open_session(self, spec: SessionSpec) -> str:
+        """A new session's key, once its interpreter is ready (SessionsFull: no slot free;
+        InfraError: the sandbox failed; ValueError: a runtime it does not offer)."""
+        ...
+
+    async def session_execute(self, key: str, req: SessionExec) -> SessionExecResult:
+        """Run code in the session (UnknownSession: not open). A lost session keeps answering
+        status session_lost until it is closed."""
+        ...
+
+    async def close_session(self, key: str) -> None:
+        """End the session: no process of it is left when this returns. Idempotent (an unknown
+        key is no error)."""
+        ...
+
+    def session_program(self, key: str) -> str:
+        """The program the session's history amounts to (its files, then the code of each
+        execute that completed without error, in order), for grading in a fresh job: nothing the
+        session's process did reaches it (UnknownSession: not open)."""
+        ...
+
+    def session_stats(self) -> SessionStats:
+        """Its session figures."""
+        ...
+
+
+@runtime_checkable
+class JobRunner(SessionRunner, Protocol):
+    """Something that runs jobs: started once, asked to run and execute, asked how it is (and,
+    as a SessionRunner, keeps sessions)."""
 
     @property
     def kind(self) -> str:

@@ -364,22 +364,28 @@ class ExecRequest(BaseModel):
 
     @model_validator(mode="after")
     def _tree(self) -> ExecRequest:
-        seen: set[str] = set()
-        dirs: set[str] = set()
-        total = 0
-        for f in self.files:
-            if f.path in seen:
-                raise ValueError(f"files: {f.path!r} is given twice (after normalising the path)")
-            seen.add(f.path)
-            parts = f.path.split("/")
-            dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
-            total += f.size
-        clash = sorted(seen & dirs)
-        if clash:
-            raise ValueError(f"files: {clash[0]!r} is both a file and a directory")
-        if total > MAX_FILES_BYTES:
-            raise ValueError(f"files: {total} bytes in all, at most {MAX_FILES_BYTES}")
+        check_files(self.files)
         return self
+
+
+def check_files(files: list[ExecFile], max_bytes: int = MAX_FILES_BYTES) -> None:
+    """ValueError where `files` cannot be one scratch tree: a path twice, a path that is both a
+    file and a directory, more than `max_bytes` decoded in all."""
+    seen: set[str] = set()
+    dirs: set[str] = set()
+    total = 0
+    for f in files:
+        if f.path in seen:
+            raise ValueError(f"files: {f.path!r} is given twice (after normalising the path)")
+        seen.add(f.path)
+        parts = f.path.split("/")
+        dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        total += f.size
+    clash = sorted(seen & dirs)
+    if clash:
+        raise ValueError(f"files: {clash[0]!r} is both a file and a directory")
+    if total > max_bytes:
+        raise ValueError(f"files: {total} bytes in all, at most {max_bytes}")
 
 class ExecResult(BaseModel):
     status: Literal["finished", "error", "timeout", "memory", "output_limit"]

@@ -215,6 +215,23 @@ class _BuggyPool:
     def handles(self) -> list:
         return []
 
+    session_capacity = 0
+
+    async def open_session(self, spec):
+        raise ZeroDivisionError("a bug")
+
+    async def session_execute(self, key, req):
+        raise ZeroDivisionError("a bug")
+
+    async def close_session(self, key) -> None:
+        pass
+
+    def session_program(self, key) -> str:
+        raise ZeroDivisionError("a bug")
+
+    def session_stats(self):
+        raise ZeroDivisionError("a bug")
+
 
 def test_500_carries_the_request_id():
     assert isinstance(_BuggyPool(), JobRunner)  # the server's one interface, whole
