@@ -18,6 +18,24 @@ class ClientGone(Exception):
     """The request's client disconnected while its job waited for a slot: the job never starts."""
 
 
+class QueueTimeout(Exception):
+    """The job waited for a slot past the client's `queue_timeout_s`: it never starts (the
+    client said an answer that late is no use to it; the item is `queue_timeout`)."""
+
+    def __init__(self, waited_s: float) -> None:
+        super().__init__(f"waited {waited_s:.3f} s for a sandbox slot, past queue_timeout_s")
+        self.waited_s = waited_s
+
+
+class Wait:
+    """How long a job waited for its slot (`queue_s`), known once it holds one."""
+
+    __slots__ = ("queue_s",)
+
+    def __init__(self) -> None:
+        self.queue_s = 0.0
+
+
 class Admission:
     def __init__(self, max_inflight: int, max_queued: int, min_retry_after_s: float = 1.0):
         self.max_inflight = max_inflight
@@ -28,6 +46,7 @@ class Admission:
         self.draining = False
         self.answered = 0  # jobs that ran to an answer
         self.cancelled = 0  # accepted jobs cut off before their answer (shutdown past its grace)
+        self.queue_timeouts = 0  # jobs that waited past their client's queue_timeout_s (never started)
         self._slots = asyncio.Semaphore(max_inflight)
         self._idle = asyncio.Event()
         self._idle.set()
@@ -85,13 +104,25 @@ class Admission:
         raise ClientGone
 
     @contextlib.asynccontextmanager
-    async def slot(self):
-        await self._acquire()
+    async def slot(self, queue_timeout_s: float | None = None):
+        """Hold a job slot; yields a `Wait` with the time spent queueing for it. Past
+        `queue_timeout_s` of waiting: QueueTimeout, and the job never starts."""
+        wait = Wait()
+        t_in = time.perf_counter()
+        if queue_timeout_s is None:
+            await self._acquire()
+        else:
+            try:
+                await asyncio.wait_for(self._acquire(), queue_timeout_s)
+            except asyncio.TimeoutError:
+                self.queue_timeouts += 1
+                raise QueueTimeout(max(time.perf_counter() - t_in, queue_timeout_s)) from None
+        wait.queue_s = time.perf_counter() - t_in
         try:
             self.running += 1
             t0 = time.perf_counter()
             try:
-                yield
+                yield wait
             finally:
                 self.running -= 1
                 self._job_s = 0.9 * self._job_s + 0.1 * (time.perf_counter() - t0)

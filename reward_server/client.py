@@ -190,7 +190,8 @@ class _Core:
         return _Decision("retry", delay, err)
 
     def _failed(self, results: list[ScoreResult]) -> list[int]:
-        """Indices of items worth sending again: the sandbox failed on them (infra_error)."""
+        """Indices of items worth sending again: the sandbox failed on them (infra_error). A
+        `queue_timeout` is final: the caller's own deadline passed."""
         return [i for i, r in enumerate(results) if r.status == "infra_error"]
 
     def _merge(self, results: list[ScoreResult], pending: list[int], again: list[ScoreResult]) -> list[int]:
@@ -204,8 +205,10 @@ class _Core:
     def _chunks(self, items: list[dict]) -> list[list[dict]]:
         return [items[i:i + self.max_batch] for i in range(0, len(items), self.max_batch)]
 
-    def _body(self, chunk: list[dict], weights: Any, extract: Any) -> dict:
+    def _body(self, chunk: list[dict], weights: Any, extract: Any, queue_timeout_s: float | None = None) -> dict:
         body: dict[str, Any] = {"items": chunk}
+        if queue_timeout_s is not None:
+            body["queue_timeout_s"] = queue_timeout_s
         if weights is not None:
             body["weights"] = _opt_json(weights)
         if extract is not None:
@@ -263,6 +266,7 @@ class AsyncRewardClient(_Core):
         items: Iterable[dict | ScoreItem],
         weights: Weights | dict | None = None,
         extract: ExtractOptions | dict | None = None,
+        queue_timeout_s: float | None = None,
     ) -> list[ScoreResult]:
         payload = [_item_json(it) for it in items]
         if not payload:
@@ -272,7 +276,7 @@ class AsyncRewardClient(_Core):
 
         async def one(chunk: list[dict]) -> list[ScoreResult]:
             async with sem:
-                return await self._score_chunk(chunk, weights, extract)
+                return await self._score_chunk(chunk, weights, extract, queue_timeout_s)
 
         parts = await asyncio.gather(*(one(c) for c in chunks))
         return [r for part in parts for r in part]
@@ -303,13 +307,14 @@ class AsyncRewardClient(_Core):
             avoid = url
         raise RewardServerError("retries exhausted")
 
-    async def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any) -> list[ScoreResult]:
-        results = await self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+    async def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any,
+                           queue_timeout_s: float | None = None) -> list[ScoreResult]:
+        results = await self._post("/v1/score", self._body(chunk, weights, extract, queue_timeout_s), len(chunk))
         pending = self._failed(results)
         for _ in range(self.item_retries):
             if not pending:
                 break
-            again = await self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract), len(pending))
+            again = await self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract, queue_timeout_s), len(pending))
             pending = self._merge(results, pending, again)
         return results
 
@@ -352,16 +357,17 @@ class RewardClient(_Core):
         items: Iterable[dict | ScoreItem],
         weights: Weights | dict | None = None,
         extract: ExtractOptions | dict | None = None,
+        queue_timeout_s: float | None = None,
     ) -> list[ScoreResult]:
         payload = [_item_json(it) for it in items]
         if not payload:
             return []
         chunks = self._chunks(payload)
         if len(chunks) == 1:
-            return self._score_chunk(chunks[0], weights, extract)
+            return self._score_chunk(chunks[0], weights, extract, queue_timeout_s)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.max_concurrency, thread_name_prefix="reward-client")
-        futs = [self._pool.submit(self._score_chunk, c, weights, extract) for c in chunks]
+        futs = [self._pool.submit(self._score_chunk, c, weights, extract, queue_timeout_s) for c in chunks]
         return [r for f in futs for r in f.result()]
 
     def post_json(self, path: str, body: dict) -> Any:
@@ -389,12 +395,13 @@ class RewardClient(_Core):
             avoid = url
         raise RewardServerError("retries exhausted")
 
-    def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any) -> list[ScoreResult]:
-        results = self._post("/v1/score", self._body(chunk, weights, extract), len(chunk))
+    def _score_chunk(self, chunk: list[dict], weights: Any, extract: Any,
+                           queue_timeout_s: float | None = None) -> list[ScoreResult]:
+        results = self._post("/v1/score", self._body(chunk, weights, extract, queue_timeout_s), len(chunk))
         pending = self._failed(results)
         for _ in range(self.item_retries):
             if not pending:
                 break
-            again = self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract), len(pending))
+            again = self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract, queue_timeout_s), len(pending))
             pending = self._merge(results, pending, again)
         return results

@@ -72,6 +72,14 @@ class Metrics:
             "reward_server_item_seconds", "time to grade one item (queueing included)", ["kind"],
             buckets=_LATENCY_BUCKETS, registry=r,
         )
+        self.queue_wait = Histogram(
+            "reward_server_queue_seconds", "time a code job waited for a sandbox slot before it ran",
+            buckets=_LATENCY_BUCKETS, registry=r,
+        )
+        self.queue_timeouts = Counter(
+            "reward_server_queue_timeouts", "items answered queue_timeout: they waited past their request's "
+            "queue_timeout_s and never ran", ["kind"], registry=r,
+        )
         self.rewards = Histogram(
             "reward_server_reward", "rewards given", ["kind"], buckets=_REWARD_BUCKETS, registry=r
         )

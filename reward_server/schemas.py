@@ -191,6 +191,9 @@ class ScoreRequest(BaseModel):
     items: list[ScoreItem]
     weights: Weights | None = None
     extract: ExtractOptions | None = None
+    queue_timeout_s: float | None = Field(None, gt=0, le=86400, description=(
+        "a code item still waiting for a sandbox slot after this many seconds is answered "
+        "`queue_timeout` (reward null) instead of running: for a caller with a deadline"))
 
 
 class CodeDetail(RunOutcome):
@@ -200,16 +203,18 @@ class CodeDetail(RunOutcome):
     kind: Literal["code"] = "code"
     extract_mode: str = Field(description="how the program was cut out of the completion (ExtractOptions.mode)")
     code_chars: int = Field(description="the extracted program's length")
+    queue_s: float = Field(0.0, description="seconds the job waited for a sandbox slot before it ran (wall_s is "
+                           "the run itself)")
 
     @classmethod
-    def of(cls, result: RunOutcome, extract_mode: str, code_chars: int) -> CodeDetail:
+    def of(cls, result: RunOutcome, extract_mode: str, code_chars: int, queue_s: float = 0.0) -> CodeDetail:
         """The detail of a job the runner ran (times to the microsecond)."""
         tests = [TestResult.model_construct(status=t.status, time_s=round(t.time_s, 6), message=t.message)
                  for t in result.tests]
         return cls(syntax_ok=result.syntax_ok, runs=result.runs, passed=result.passed, total=result.total, tests=tests,
                    load_message=result.load_message, extract_mode=extract_mode, code_chars=code_chars,
                    wall_s=round(result.wall_s, 6), runner=result.runner, flags=list(result.flags),
-                   compile=result.compile)
+                   compile=result.compile, queue_s=round(queue_s, 6))
 
     @classmethod
     def no_code(cls, total: int, extract_mode: str) -> CodeDetail:
@@ -229,13 +234,14 @@ class CodeDetail(RunOutcome):
 
 class ScoreResult(BaseModel):
     """One item's outcome. `reward` is null exactly when `status` is not `ok`: `infra_error`
-    (the sandbox failed; worth retrying) or `task_error` (the task's tests cannot run; not).
+    (the sandbox failed; worth retrying), `task_error` (the task's tests cannot run; not) or
+    `queue_timeout` (the job waited for a slot past the request's `queue_timeout_s` and never ran).
     `detail` is a `CodeDetail` for a graded code item; otherwise (a math item, an error) the
     grader's or the error's fields."""
 
     id: str | int | None = None
     reward: float | None
-    status: Literal["ok", "infra_error", "task_error"]
+    status: Literal["ok", "infra_error", "task_error", "queue_timeout"]
     detail: CodeDetail | dict[str, Any] = Field(default_factory=dict, union_mode="left_to_right")
 
     @model_validator(mode="before")

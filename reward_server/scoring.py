@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from reward_server.admission import Admission, ClientGone
+from reward_server.admission import Admission, ClientGone, QueueTimeout
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
 from reward_server.grading.code import build_job, extract_code, shape_reward, task_source_errors
 from reward_server.grading.math import MathGrader, MathOptions
@@ -81,14 +81,15 @@ class Scorer:
     # ------------------------------------------------------------------ the road in
     async def score(
         self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None,
-        field: str = "items",
+        field: str = "items", queue_timeout_s: float | None = None,
     ) -> list[ScoreResult]:
         """Check the caps and the tasks' test code, admit the items (429 when full), grade
-        them; results in item order."""
+        them; results in item order. A code item still waiting for a slot after
+        `queue_timeout_s` is `queue_timeout` (never run, never the candidate's failure)."""
         self.check_limits(items, field)
         await asyncio.to_thread(self.check_sources, items, field)  # compiling test code: off the loop
         self.admit(len(items))
-        return await self.score_items(items, weights, extract)
+        return await self.score_items(items, weights, extract, queue_timeout_s)
 
     async def execute(self, req: ExecRequest) -> ExecResult:
         """One `/run_code` execution: queued up to the admission bound, then 504 (which verl
@@ -166,14 +167,16 @@ class Scorer:
 
     # ------------------------------------------------------------------ grading
     async def score_items(
-        self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None
+        self, items: list[ScoreItem], weights: Weights | None = None, extract: ExtractOptions | None = None,
+        queue_timeout_s: float | None = None,
     ) -> list[ScoreResult]:
         """Grade already-admitted items concurrently; results in item order. Releases one
         admission unit per item as it finishes. One item's failure is its own result."""
         w = weights or self.settings.default_weights
-        return list(await asyncio.gather(*(self._one(it, w, extract) for it in items)))
+        return list(await asyncio.gather(*(self._one(it, w, extract, queue_timeout_s) for it in items)))
 
-    async def _one(self, item: ScoreItem, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
+    async def _one(self, item: ScoreItem, weights: Weights, extract: ExtractOptions | None,
+                   queue_timeout_s: float | None = None) -> ScoreResult:
         t0 = time.perf_counter()
         kind = item.task.type
         cancelled = False
@@ -181,7 +184,10 @@ class Scorer:
             if isinstance(item.task, MathTask):
                 res = await self._math(item)
             else:
-                res = await self._code(item, item.task, weights, extract)
+                res = await self._code(item, item.task, weights, extract, queue_timeout_s)
+        except QueueTimeout as e:  # waited past the client's bound: never ran, said so
+            res = ScoreResult(id=item.id, reward=None, status="queue_timeout",
+                              detail={"kind": kind, "error": str(e), "queue_s": round(e.waited_s, 6)})
         except asyncio.CancelledError:  # shutdown past its grace: counted, never scored
             cancelled = True
             raise
@@ -196,13 +202,16 @@ class Scorer:
         m = self.metrics
         m.items.labels(kind, res.status).inc()
         m.item_latency.labels(kind).observe(time.perf_counter() - t0)
+        if res.status == "queue_timeout":
+            m.queue_timeouts.labels(kind).inc()
         if res.reward is not None:
             m.rewards.labels(kind).observe(res.reward)
         for flag in res.flags:
             m.hack_attempts.labels(flag).inc()
         return res
 
-    async def _code(self, item: ScoreItem, task: CodeTask, weights: Weights, extract: ExtractOptions | None) -> ScoreResult:
+    async def _code(self, item: ScoreItem, task: CodeTask, weights: Weights, extract: ExtractOptions | None,
+                    queue_timeout_s: float | None = None) -> ScoreResult:
         program, mode = await asyncio.to_thread(extract_code, item.completion, extract, task.language)
         if not program.strip():
             # Nothing to run: no syntax/runtime credit for an empty answer (that would be a free reward).
@@ -211,23 +220,28 @@ class Scorer:
         # a named runtime was checked by check_limits (one whose lazy start failed since is the pool's InfraError)
         runtime = task.runtime or self.resolve_runtime(None, ["task", "runtime"], task.language)
         job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
+        wait = None
         try:
-            async with self.admission.slot():
+            async with self.admission.slot(queue_timeout_s) as wait:
+                self.metrics.queue_wait.observe(wait.queue_s)
                 result = await self.runner.run(job)
         except TaskError as e:  # the runner could not run the task's tests: the task's fault, said so
             return ScoreResult(
                 id=item.id, reward=None, status="task_error",
-                detail={"kind": "code", "error": str(e), "extract_mode": mode, "code_chars": len(program)},
+                detail={"kind": "code", "error": str(e), "extract_mode": mode, "code_chars": len(program),
+                        "queue_s": round(wait.queue_s, 6) if wait else 0.0},
             )
         except InfraError as e:
             return ScoreResult(
                 id=item.id, reward=None, status="infra_error",
-                detail={"kind": "code", "error": str(e) or type(e).__name__, "extract_mode": mode, "code_chars": len(program)},
+                detail={"kind": "code", "error": str(e) or type(e).__name__, "extract_mode": mode, "code_chars": len(program),
+                        "queue_s": round(wait.queue_s, 6) if wait else 0.0},
             )
         if result.compile is not None:
             self.metrics.compile_cache.labels(task.language, result.compile.cache).inc()
         return ScoreResult(
-            id=item.id, reward=shape_reward(result, weights), status="ok", detail=CodeDetail.of(result, mode, len(program))
+            id=item.id, reward=shape_reward(result, weights), status="ok",
+            detail=CodeDetail.of(result, mode, len(program), wait.queue_s),
         )
 
     async def _math(self, item: ScoreItem) -> ScoreResult:

@@ -8,7 +8,8 @@ trainer = GRPOTrainer(model=..., reward_funcs=[make_trl_reward_func("http://127.
 
 TRL calls `reward_func(prompts=..., completions=..., **columns)`; completions may be
 strings or conversational (`[{"role": "assistant", "content": ...}]`). The function returns
-one float per completion, or `None` where the sandbox failed (TRL ignores those).
+one float per completion, or `None` where no reward was given (an infra_error, a task_error, or a
+`queue_timeout` past `queue_timeout_s`: TRL ignores those).
 `make_async_trl_reward_func` returns the `async def` form for TRL versions that run reward
 functions concurrently.
 """
@@ -42,6 +43,7 @@ def make_trl_reward_func(
     timeout: float = 600.0,
     max_batch: int = 512,
     name: str = "verireward",
+    queue_timeout_s: float | None = None,
     client: RewardClient | None = None,
 ) -> Callable[..., list[float | None]]:
     """A TRL reward function; the server URL defaults to `$REWARD_SERVER_URL`."""
@@ -51,7 +53,7 @@ def make_trl_reward_func(
         completions = list(completions or [])
         if not completions:
             return []
-        results = cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract)
+        results = cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract, queue_timeout_s=queue_timeout_s)
         return [r.reward for r in results]
 
     reward_func.__name__ = name
@@ -69,6 +71,7 @@ def make_async_trl_reward_func(
     timeout: float = 600.0,
     max_batch: int = 512,
     name: str = "verireward",
+    queue_timeout_s: float | None = None,
 ):
     """The `async def` variant. One client per event loop (httpx clients are loop-bound)."""
     url, tok = server_url(base_url), server_token(token)
@@ -82,7 +85,7 @@ def make_async_trl_reward_func(
         cl = clients.get(loop_id)
         if cl is None:
             cl = clients[loop_id] = AsyncRewardClient(url, token=tok, timeout=timeout, max_batch=max_batch)
-        results = await cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract)
+        results = await cl.score(_items(completions, kwargs, task_column), weights=weights, extract=extract, queue_timeout_s=queue_timeout_s)
         return [r.reward for r in results]
 
     reward_func.__name__ = name

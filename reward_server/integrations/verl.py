@@ -46,16 +46,17 @@ def _task(ground_truth: Any, extra_info: Any) -> Any:
 
 
 def _as_dict(r: ScoreResult, infra_error_score: float) -> dict[str, Any]:
-    if r.reward is None:  # infra_error, or task_error (the task's tests cannot run): no score to give
+    if r.reward is None:  # infra_error, task_error (the task's tests cannot run) or queue_timeout: no score to give
         return {"score": float(infra_error_score), "acc": 0.0, "passed": 0, "total": 0,
-                "infra_error": int(r.status == "infra_error"), "task_error": int(r.status == "task_error")}
+                "infra_error": int(r.status == "infra_error"), "task_error": int(r.status == "task_error"),
+                "queue_timeout": int(r.status == "queue_timeout")}
     code = r.code
     if code is not None:
         passed, total = code.passed, code.total
     else:  # a math item: one answer, right or not
         passed, total = int(r.reward >= 1.0), 1
     return {"score": float(r.reward), "acc": float(r.reward >= 1.0), "passed": passed, "total": total, "infra_error": 0,
-            "task_error": 0}
+            "task_error": 0, "queue_timeout": 0}
 
 
 def compute_score_batch(
@@ -68,6 +69,7 @@ def compute_score_batch(
     weights: dict | None = None,
     timeout: float = 600.0,
     infra_error_score: float = 0.0,
+    queue_timeout_s: float | None = None,
     **kwargs: Any,
 ) -> list[dict[str, Any]]:
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
@@ -76,7 +78,7 @@ def compute_score_batch(
         for s, g, e in zip(solution_strs, ground_truths, extra_infos, strict=True)
     ]
     cl = _client(_default_url(server_url), server_token(token), timeout)
-    return [_as_dict(r, infra_error_score) for r in cl.score(items, weights=weights)]
+    return [_as_dict(r, infra_error_score) for r in cl.score(items, weights=weights, queue_timeout_s=queue_timeout_s)]
 
 
 def compute_score(
@@ -89,10 +91,11 @@ def compute_score(
     weights: dict | None = None,
     timeout: float = 600.0,
     infra_error_score: float = 0.0,
+    queue_timeout_s: float | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     return compute_score_batch(
         [data_source], [solution_str], [ground_truth], [extra_info], server_url=server_url, token=token,
-        weights=weights, timeout=timeout, infra_error_score=infra_error_score,
+        weights=weights, timeout=timeout, infra_error_score=infra_error_score, queue_timeout_s=queue_timeout_s,
     )[0]
 

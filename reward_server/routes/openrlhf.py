@@ -73,6 +73,8 @@ class GetRewardRequest(BaseModel):
     query: list[str]
     prompts: list[str] | None = None
     labels: list[Any] | None = None
+    queue_timeout_s: float | None = Field(None, gt=0, le=86400, description="our extension: a code item still "
+                                          "waiting for a slot after this long scores 0, flagged in extra_logs.queue_timeout")
 
 
 class GetRewardResponse(BaseModel):
@@ -136,10 +138,11 @@ async def get_reward(request: Request):
     st = ServerState.of(request)
     req = await parse_body(request, GetRewardRequest, list_field="query", max_items=st.settings.max_items_per_request)
     items = await asyncio.to_thread(_items, req, st.scorer.check_raw_tasks)
-    results = await st.scorer.score(items, field="query")
+    results = await st.scorer.score(items, field="query", queue_timeout_s=req.queue_timeout_s)
     rewards = [r.reward if r.reward is not None else 0.0 for r in results]
     infra = [1.0 if r.status == "infra_error" else 0.0 for r in results]
+    late = [1.0 if r.status == "queue_timeout" else 0.0 for r in results]
     passed = [(c.passed / c.total) if (c := r.code) is not None and c.total else float(r.reward or 0.0)
               for r in results]
-    body = GetRewardResponse(rewards=rewards, scores=rewards, extra_logs={"pass_rate": passed, "infra_error": infra})
+    body = GetRewardResponse(rewards=rewards, scores=rewards, extra_logs={"pass_rate": passed, "infra_error": infra, "queue_timeout": late})
     return Response(body.model_dump_json(), media_type="application/json")

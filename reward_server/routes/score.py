@@ -37,7 +37,7 @@ async def score(request: Request):
     st = ServerState.of(request)
     req = await parse_body(request, ScoreRequest, list_field="items", max_items=st.settings.max_items_per_request,
                            precheck=lambda obj: st.scorer.check_raw_tasks(_raw_tasks(obj)), element=_ITEM)
-    results = await st.scorer.score(req.items, req.weights, req.extract)
+    results = await st.scorer.score(req.items, req.weights, req.extract, queue_timeout_s=req.queue_timeout_s)
     st.request_log[request_id.get()] = {"items": len(results)}
     body = await asyncio.to_thread(encode_results, results)
     return Response(content=body, media_type="application/json")

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # what a Python code item's detail holds, no more (a compiled program adds "compile")
 CODE_KEYS = {"kind", "syntax_ok", "runs", "passed", "total", "tests", "load_message", "extract_mode", "code_chars",
-             "wall_s", "runner", "flags"}
+             "wall_s", "queue_s", "runner", "flags"}
 EXITS = "```python\nimport os\ndef add(a, b):\n    if a == 2:\n        os._exit(0)\n    return a + b\n```"
 
 ITEMS = [
