@@ -1,6 +1,6 @@
 """Turning other stacks' data into our items: completions (plain or chat messages) and
-tasks (our task object, its JSON string, verl's `{"inputs", "outputs", "fn_name"?}`, or a
-bare math answer).
+tasks (our task object, its JSON string, verl's `{"inputs", "outputs", "fn_name"?}`, a data
+set's own row routed by its name to `reward_server.datasets`, or a bare math answer).
 
 The one normalisation of foreign task data, used by every integration (TRL, verl, OpenRLHF's
 route, the Python client): what `datasets` and pandas hand over becomes plain JSON (`plain`),
@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
 from typing import Any
 
-from reward_server import jsonsteps
+from reward_server import datasets, jsonsteps
+from reward_server.datasets.apps import in_outs_task as verl_in_outs_task
+from reward_server.datasets.rows import plain
+
+__all__ = ["completion_text", "normal_task", "plain", "server_token", "server_url", "task_of", "verl_in_outs_task",
+           "without_absent"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _SMALL = 1 << 20
@@ -28,26 +32,6 @@ def server_url(url: str | list[str] | None = None) -> str | list[str]:
 
 def server_token(token: str | None = None) -> str | None:
     return token or os.environ.get("REWARD_SERVER_TOKEN") or None
-
-
-_MISSING = ("NAType", "NaTType")  # pandas' markers of a missing value
-
-
-def plain(x: Any) -> Any:
-    """Plain JSON values from what `datasets`, pandas and numpy hand over: arrays and numpy
-    scalars -> lists and numbers, mappings -> dicts, tuples -> lists, pandas' NA -> None, at
-    every depth (a struct column read through pandas holds arrays inside dicts)."""
-    if x is None or isinstance(x, str | bool | int | float):
-        return x
-    if isinstance(x, Mapping):
-        return {k if isinstance(k, str) else str(plain(k)): plain(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [plain(v) for v in x]
-    if type(x).__name__ in _MISSING:
-        return None
-    if hasattr(x, "tolist") and not isinstance(x, bytes | bytearray):
-        return plain(x.tolist())
-    return x
 
 
 def _present(d: dict) -> dict:
@@ -101,87 +85,23 @@ def _content_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _lines(x: Any) -> str:
-    x = plain(x)
-    if isinstance(x, list):
-        return "\n".join(str(v) for v in x) + "\n"
-    return str(x)
+def task_of(label: Any, data_source: Any = None) -> Any:
+    """Our task from whatever a dataset column holds; a non-object string is a math answer.
 
-
-def _call_args(x: Any) -> list:
-    x = plain(x)
-    if isinstance(x, list):
-        return x
-    if isinstance(x, str):  # verl's sandbox convention: one JSON value per line
-        try:
-            return [json.loads(line) for line in x.split("\n") if line.strip()]
-        except json.JSONDecodeError:
-            return [x]
-    return [x]
-
-
-def _expected(x: Any) -> Any:
-    x = plain(x)
-    if isinstance(x, str):
-        try:
-            return json.loads(x)
-        except json.JSONDecodeError:
-            return x
-    return x
-
-
-def _cases(gt: dict, key: str) -> list:
-    x = plain(gt.get(key))
-    if x is None:
-        return []
-    if not isinstance(x, list | tuple):
-        raise ValueError(f"verl ground truth: {key!r} must be a list (one entry per test case), got {type(x).__name__}")
-    return list(x)
-
-
-def _call_case(inputs: Any, output: Any) -> dict:
-    """TACO/APPS store a call case's output wrapped in a one-element list (`[[2]]` for 2); verl's
-    prime_code accepts `output == expected` or `output == expected[0]`. Both pass here too, but
-    only for a one-element list (prime_code's `expected[0]` for longer lists would pass `1`
-    against `[1, 2]`, which no careful judge would)."""
-    x = _expected(output)
-    case: dict[str, Any] = {"args": _call_args(inputs), "expected": x}
-    if isinstance(x, list) and len(x) == 1:
-        case["also_expected"] = [x[0]]
-    return case
-
-
-def verl_in_outs_task(gt: dict) -> dict:
-    """verl/PRIME/APPS `{"inputs": [...], "outputs": [...], "fn_name"?}`, or verl's
-    `{"assert_case": ["assert f(1) == 2", ...]}` (each assert run after the program) -> our code task."""
-    asserts = _cases(gt, "assert_case")
-    if asserts:
-        if not all(isinstance(a, str) for a in asserts):
-            raise ValueError("verl ground truth: 'assert_case' must be a list of strings")
-        return {"type": "code", "language": "python", "tests": {"kind": "assert", "asserts": asserts}}
-    inputs, outputs = _cases(gt, "inputs"), _cases(gt, "outputs")
-    if len(inputs) != len(outputs) or not inputs:
-        raise ValueError(f"verl ground truth needs as many inputs as outputs (got {len(inputs)} and {len(outputs)})")
-    fn = gt.get("fn_name")
-    if fn:
-        if not isinstance(fn, str):
-            raise ValueError("verl ground truth: 'fn_name' must be a string")
-        cases = [_call_case(i, o) for i, o in zip(inputs, outputs, strict=True)]
-        tests = {"kind": "call", "fn_name": fn, "cases": cases}
-    else:
-        tests = {"kind": "stdio", "cases": [{"stdin": _lines(i), "stdout": _lines(o)} for i, o in zip(inputs, outputs, strict=True)]}
-    task: dict[str, Any] = {"type": "code", "language": "python", "tests": tests}
-    return task
-
-
-def task_of(label: Any) -> Any:
-    """Our task from whatever a dataset column holds; a non-object string is a math answer."""
+    A data set's own row becomes a task by its format (`reward_server.datasets`): sent as
+    `{"type": "dataset", "format", "row"}`, or as the bare row with `data_source` naming the
+    data set (verl's `data_source` column, a Hub id). Our task and verl's in/outs win over the
+    routing, so a verl data set whose `data_source` is "codecontests" keeps its ground truth."""
     label = normal_task(label)
     if isinstance(label, dict):
+        if label.get("type") == "dataset":
+            return datasets.dataset_task(label)
         if "type" in label or "tests" in label:
             return label
         if ("inputs" in label and "outputs" in label) or "assert_case" in label:
             return verl_in_outs_task(label)
+        if (fmt := datasets.format_of(data_source)) is not None:
+            return datasets.to_task(fmt, label)
         if "answer" in label:
             return {"type": "math", **label}
         return label
@@ -193,7 +113,7 @@ def task_of(label: Any) -> Any:
             except json.JSONDecodeError:
                 obj = None
             if isinstance(obj, dict):
-                return task_of(obj)
+                return task_of(obj, data_source)
         return {"type": "math", "answer": label}
     if isinstance(label, int | float) and not isinstance(label, bool):
         return {"type": "math", "answer": str(label)}

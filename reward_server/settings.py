@@ -83,6 +83,11 @@ class Settings(BaseSettings):
     )
     max_timeout_s: float = Field(30.0, gt=0, le=120, description="ceiling for a task's per-test timeout_s")
     max_memory_mb: int = Field(4096, ge=16, le=16384, description="ceiling for a task's memory_mb")
+    time_scale: float = Field(
+        1.0, gt=0, le=100, description="multiplies a task's own timeout_s (a data set row's time limit arrives as one) "
+        "for this host: a limit set on the judge's machine, scaled to this one; the result is capped at max_timeout_s; "
+        "verdicts stay in CPU time (docs/JUDGING.md)",
+    )
 
     max_inflight_jobs: int | None = Field(
         None, ge=1, description="jobs handed to the pool at once (default: the pool's capacity)"
@@ -90,6 +95,22 @@ class Settings(BaseSettings):
     max_queued_jobs: int = Field(4096, ge=0, description="accepted jobs waiting for a slot; beyond: 429")
     retry_after_s: float = Field(1.0, gt=0, description="smallest Retry-After on a 429")
     shutdown_grace_s: float = Field(60.0, ge=0, description="how long shutdown waits for accepted work")
+
+    # stateful sessions (/v1/sessions, docs/SESSIONS.md): held apart from the job slots
+    max_sessions: int | None = Field(
+        None, ge=0, description="sessions held at once (default: what the sandbox holds, its pools' max_sessions, "
+        "sandbox_options.max_sessions); beyond: 429 with Retry-After")
+    session_ttl_s: float = Field(3600.0, gt=0, le=7 * 86400, description="a session's lifetime from its creation, "
+                                 "busy or not: the default and the most a request may ask (ttl_s)")
+    session_idle_timeout_s: float = Field(300.0, gt=0, le=86400, description="a session with no execute for this "
+                                          "long is ended: the default and the most a request may ask")
+    session_cpu_budget_s: float = Field(600.0, gt=0, le=7200, description="CPU time a session may use in all: "
+                                        "the default and the most a request may ask")
+    session_server_id: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_-]{1,32}$", description="the first part of this server's session ids, by which "
+        "the bundled client routes a session to its server (default: random at each start, so an id from an "
+        "earlier run is never taken for a new session)")
+    session_sweep_s: float = Field(0.5, gt=0, le=60, description="how often expired sessions are looked for")
 
     auth_token: SecretStr | None = Field(None, description="when set, every route but the health checks needs it")
 

@@ -168,12 +168,16 @@ def extract_code(completion: str, options: ExtractOptions | None = None, languag
     return blocks[0].code, "first_fence"
 
 
-def build_job(program: str, task: CodeTask, default_limits: Limits | None = None, runtime: str | None = None) -> Job:
-    """The sandbox job of a task, on `runtime` (the server resolves the task's field), else the task's."""
+def build_job(program: str, task: CodeTask, default_limits: Limits | None = None, runtime: str | None = None,
+              time_scale: float = 1.0, max_timeout_s: float | None = None) -> Job:
+    """The sandbox job of a task, on `runtime` (the server resolves the task's field), else the task's.
+    A task's own `timeout_s` (a data set's limit, set on its judge's machine) is multiplied by the
+    host's `time_scale` and capped at `max_timeout_s`; the server's default is not scaled."""
     limits = default_limits or Limits()
     update: dict[str, float | int] = {}
     if task.timeout_s is not None:
-        update["timeout_s"] = task.timeout_s
+        scaled = task.timeout_s * time_scale
+        update["timeout_s"] = scaled if max_timeout_s is None else min(scaled, max(max_timeout_s, task.timeout_s))
     if task.memory_mb is not None:
         update["memory_mb"] = task.memory_mb
     if task.stop_on_timeout is not None:

@@ -39,6 +39,9 @@ async def readyz(request: Request):
         body["default_runtime"] = p.default_runtime
         with contextlib.suppress(Exception):  # each runtime: ready / idle / down / unavailable (why) / not offered
             body["runtimes"] = p.status()
+    if st.sessions is not None:  # /v1/sessions: live, lost, capacity, created, and this server's id prefix
+        body["sessions"] = st.sessions.figures()
+    body["time_scale"] = st.settings.time_scale  # multiplies a task's own timeout_s (docs/JUDGING.md)
     return JSONResponse(status_code=200 if ready else 503, content=body)
 
 
