@@ -21,8 +21,9 @@ from reward_server.body import install_openapi
 from reward_server.gateway import GatewayMiddleware
 from reward_server.grading.math import MathGrader
 from reward_server.logs import configure_logging
-from reward_server.routes import openrlhf, ops, sandbox_fusion, score
+from reward_server.routes import nemo, openrlhf, ops, sandbox_fusion, score, sessions
 from reward_server.scoring import Scorer
+from reward_server.sessions.manager import SessionManager
 from reward_server.settings import Settings
 from reward_server.state import ServerState
 from sandbox.api import JobRunner
@@ -36,6 +37,8 @@ def _make_runner(settings: Settings) -> JobRunner:
     say; admission bounds their jobs together (one pool's capacity, see lifespan)."""
     options = dict(settings.sandbox_options)
     pin = options.pop("pin_cpus", settings.pin_cpus)
+    if settings.max_sessions is not None:  # the sandbox holds as many as the server admits
+        options.setdefault("max_sessions", settings.max_sessions)
     if pin is not None and not isinstance(pin, bool):
         raise ValueError(f"pin_cpus must be true or false, not {pin!r}")
     return RuntimePools(settings.sandbox, settings.runtimes, default=settings.runtime, lazy=settings.lazy_runtimes,
@@ -70,6 +73,8 @@ def create_app(settings: Settings | None = None, pool: JobRunner | None = None) 
         admission = Admission(max_inflight, settings.max_queued_jobs, settings.retry_after_s)
         state.runner, state.admission = p, admission
         state.scorer = Scorer(settings, p, grader, admission, state.metrics)
+        state.sessions = SessionManager(settings, p, state.scorer, admission, state.metrics)
+        await state.sessions.start()
         offered = [name for name, st in p.status().items() if st["state"] not in ("unavailable", "not offered")]
         log.info("reward server ready", extra={"sandbox": p.kind, "max_inflight": max_inflight, "runtimes": offered,
                                                "max_queued": settings.max_queued_jobs, "math": grader is not None})
@@ -81,6 +86,7 @@ def create_app(settings: Settings | None = None, pool: JobRunner | None = None) 
             facts = {"drained": drained, "answered": admission.answered, "cancelled": admission.cancelled,
                      "left": admission.admitted}
             (log.info if drained else log.warning)("shutting down", extra=facts)
+            await state.sessions.close_all()  # none of their processes outlives the server
             if grader is not None:
                 with contextlib.suppress(Exception):
                     await grader.close()
@@ -100,7 +106,7 @@ def create_app(settings: Settings | None = None, pool: JobRunner | None = None) 
     app.state.server = state
     app.add_middleware(GatewayMiddleware, settings=settings, state=state)
     errors.install(app, lambda reason: state.metrics.rejected.labels(reason).inc())
-    for module in (score, ops, sandbox_fusion, openrlhf):
+    for module in (score, ops, sandbox_fusion, openrlhf, sessions, nemo):
         app.include_router(module.router)
     install_openapi(app)
     return app

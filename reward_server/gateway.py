@@ -23,9 +23,9 @@ log = logging.getLogger("reward_server")
 access_log = logging.getLogger("reward_server.access")
 
 ROUTES = {"/v1/score", "/run_code", "/get_reward", "/submit", "/v1/ping", "/healthz", "/readyz", "/metrics",
-          "/docs", "/openapi.json"}
-OPEN_ROUTES = {"/healthz", "/readyz", "/v1/ping"}
-_QUIET = {"/healthz", "/readyz", "/metrics", "/v1/ping"}
+          "/docs", "/openapi.json", "/v1/sessions", "/execute", "/sessions", "/health"}
+OPEN_ROUTES = {"/healthz", "/readyz", "/v1/ping", "/health"}
+_QUIET = {"/healthz", "/readyz", "/metrics", "/v1/ping", "/health"}
 
 
 class GatewayMiddleware:
@@ -44,7 +44,7 @@ class GatewayMiddleware:
             return await self.app(scope, receive, send)
         t0 = time.perf_counter()
         path = scope.get("path", "")
-        route = path if path in ROUTES else "other"
+        route = path if path in ROUTES else ("/v1/sessions" if path.startswith("/v1/sessions/") else "other")
         headers = dict(scope.get("headers") or [])
         rid = headers.get(b"x-request-id", b"").decode("latin-1")[:128] or uuid.uuid4().hex
         token = request_id.set(rid)

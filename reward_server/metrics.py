@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from reward_server.admission import Admission
@@ -95,5 +95,20 @@ class Metrics:
             "reward_server_compile_cache", "builds of programs in compiled languages by the runner's compile cache: "
             "hit, merged (an identical build in flight), miss, none (nothing to build)", ["language", "cache"],
             registry=r,
+        )
+        # stateful sessions (reward_server.sessions); the live gauge reads the manager at scrape time
+        self.sessions_live = Gauge("reward_server_sessions_live", "sessions whose process is alive", registry=r)
+        self.sessions_created = Counter("reward_server_sessions_created", "sessions opened", registry=r)
+        self.sessions_ended = Counter(
+            "reward_server_sessions_ended", "sessions ended, by how: deleted, ttl and idle (expired), shutdown",
+            ["how"], registry=r,
+        )
+        self.sessions_lost = Counter(
+            "reward_server_sessions_lost", "sessions whose process was lost (a limit, a crash, an interrupt that "
+            "did not land, its runner died)", registry=r,
+        )
+        self.session_execute = Histogram(
+            "reward_server_session_execute_seconds", "time to answer one session execute (queueing included), "
+            "by status", ["status"], buckets=(0.001, 0.0025, *_LATENCY_BUCKETS), registry=r,
         )
         r.register(_LiveCollector(admission, pool))

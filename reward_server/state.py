@@ -13,6 +13,7 @@ from starlette.requests import Request
 from reward_server.admission import Admission
 from reward_server.metrics import Metrics
 from reward_server.scoring import Scorer
+from reward_server.sessions.manager import SessionManager
 from reward_server.settings import Settings
 from sandbox.api import JobRunner
 
@@ -24,6 +25,7 @@ class ServerState:
     runner: JobRunner | None = None  # set by the lifespan: the sandbox (a pool, or a pool per runtime)
     admission: Admission | None = None
     scorer: Scorer | None = None
+    sessions: SessionManager | None = None  # /v1/sessions: ids, TTLs, labels over the runner's sessions
     request_log: dict[str, dict[str, Any]] = field(default_factory=dict)  # request id -> access-log extras
 
     def __post_init__(self) -> None:
