@@ -10,7 +10,9 @@ custom_reward_function:          # verl >= 0.6 reads reward.custom_reward_functi
 
 `ground_truth` may be verl's code format `{"inputs": [...], "outputs": [...], "fn_name"?}`
 (stdio, or call-based with `fn_name`), our task (dict or JSON string), or a math answer
-string. `extra_info["task"]`, when present, wins. Every result dict has the same keys
+string, or the data set's own row where `data_source` names a data set we read
+(`reward_server.datasets`: "deepmind/code_contests", "livecodebench", "open-r1/codeforces",
+...). `extra_info["task"]`, when present, wins. Every result dict has the same keys
 (`score`, `acc`, `passed`, `total`, `infra_error`, `task_error`) so verl can tabulate them; an
 infra or task error scores `infra_error_score` (verl needs a number) and sets its key to 1.
 `datasets` / pandas values (numpy arrays, struct columns with nulls) are taken as they come.
@@ -38,11 +40,11 @@ def _client(url: Any, token: str | None, timeout: float) -> RewardClient:
         return cl
 
 
-def _task(ground_truth: Any, extra_info: Any) -> Any:
+def _task(ground_truth: Any, extra_info: Any, data_source: Any = None) -> Any:
     extra_info = plain(extra_info)  # verl hands over numpy object arrays' elements
     if isinstance(extra_info, dict) and extra_info.get("task") is not None:
-        return task_of(extra_info["task"])
-    return task_of(ground_truth)
+        return task_of(extra_info["task"], data_source)
+    return task_of(ground_truth, data_source)
 
 
 def _as_dict(r: ScoreResult, infra_error_score: float) -> dict[str, Any]:
@@ -74,8 +76,8 @@ def compute_score_batch(
 ) -> list[dict[str, Any]]:
     extra_infos = list(extra_infos) if extra_infos is not None else [None] * len(solution_strs)
     items = [
-        {"completion": s, "task": _task(g, e)}
-        for s, g, e in zip(solution_strs, ground_truths, extra_infos, strict=True)
+        {"completion": s, "task": _task(g, e, d)}
+        for s, g, e, d in zip(solution_strs, ground_truths, extra_infos, list(data_sources), strict=True)
     ]
     cl = _client(_default_url(server_url), server_token(token), timeout)
     return [_as_dict(r, infra_error_score) for r in cl.score(items, weights=weights, queue_timeout_s=queue_timeout_s)]
