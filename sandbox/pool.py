@@ -15,11 +15,12 @@ import collections
 import contextlib
 import logging
 import os
+import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
-from sandbox.api import InfraError, PoolStats, RuntimeStatus, TaskError
+from sandbox.api import InfraError, PoolStats, RuntimeStatus, SessionsFull, TaskError, UnknownSession
 from sandbox.hosts import HostKind, make_host, resolve_kind
 from sandbox.hosts.base import Host, RunnerHandle, RunnerStartError
 from sandbox.jobs import (
@@ -37,6 +38,8 @@ from sandbox.runner import framing, languages, units
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.cpus import allowed_cpus
 from sandbox.runner.framing import MAX_FRAME
+from sandbox.runner.server import session_socket
+from sandbox.sessions import SessionExec, SessionExecResult, SessionSpec, SessionStats, replay_program
 
 log = logging.getLogger("sandbox.pool")
 
@@ -67,6 +70,24 @@ class _Conn:
             self.writer.close()
 
 
+class _Session:
+    """One open session: the connection to its supervisor (a session slot of `runner`) and the
+    code of its executes that completed without error, in order (what grading replays)."""
+
+    def __init__(self, runner: _Runner, conn: _Conn, spec: SessionSpec) -> None:
+        self.runner = runner
+        self.conn = conn
+        self.spec = spec
+        self.cells: list[str] = []
+        self.lost = ""  # why it is gone ("" while it lives)
+        self.cpu_total_s = 0.0
+        self.lock = asyncio.Lock()  # one call at a time
+
+
+SESSION_START_S = 30.0  # for a session's interpreter to be ready (a loaded machine's fork of a supervisor)
+SESSION_SLACK_S = 30.0  # beyond an execute's own limit and the runner's grace, before the runner counts as lost
+
+
 HEALTH_MISSES = 3  # health ticks in a row without an answer before a live runner is replaced
 
 
@@ -77,6 +98,7 @@ class _Runner:
         self.in_flight = 0
         self.alive = True
         self.unanswered = 0  # health ticks in a row on which neither connection answered
+        self.sessions = 0  # its session slots taken
 
     def drop_connections(self) -> None:
         for c in self.idle:
@@ -114,6 +136,8 @@ class SandboxPool:
         self.infra_errors = 0
         self._languages: list[str] | None = None  # as the runners report them (pong)
         self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
+        self.sessions: dict[str, _Session] = {}
+        self.session_counts = {"opened": 0, "closed": 0, "lost": 0, "executes": 0}
 
     # ---------------------------------------------------------------- lifecycle
     @property
@@ -214,6 +238,9 @@ class SandboxPool:
 
     async def close(self) -> None:
         self._closed = True
+        for s in self.sessions.values():
+            s.conn.close()  # the runners' stop below ends their processes
+        self.sessions.clear()
         if self._health:
             self._health.cancel()
         for t in list(self._tasks):
@@ -371,6 +398,146 @@ class SandboxPool:
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, None)
         return exec_result(done, ident)
+
+    # ---------------------------------------------------------------- sessions
+    @property
+    def session_capacity(self) -> int:
+        return self.size * self.host.session_slots
+
+    def session_stats(self) -> SessionStats:
+        c = self.session_counts
+        return SessionStats(capacity=self.session_capacity, live=sum(1 for s in self.sessions.values() if not s.lost),
+                            opened_total=c["opened"], closed_total=c["closed"], lost_total=c["lost"],
+                            executes_total=c["executes"])
+
+    async def open_session(self, spec: SessionSpec) -> str:
+        """A session in a free session slot of the runner holding fewest (SessionsFull: none)."""
+        self._check_runtime(spec.runtime)
+        if self._closed:
+            raise InfraError("pool is closed")
+        msg = {"op": "session", "memory_mb": spec.memory_mb, "nproc": spec.nproc, "cpu_budget_s": spec.cpu_budget_s,
+               "files": [f.model_dump() for f in spec.files]}
+        tried: set[int] = set()
+        while True:
+            free = [r for r in self.runners if r is not None and r.alive and r.sessions < self.host.session_slots
+                    and id(r) not in tried]
+            if not free:
+                raise SessionsFull(f"all {self.session_capacity} session slots are taken")
+            r = min(free, key=lambda x: x.sessions)
+            r.sessions += 1
+            try:
+                conn = await _within(self._open_on(r, msg), SESSION_START_S)
+                break
+            except SessionsFull:
+                r.sessions -= 1
+                tried.add(id(r))  # its slots are still being cleaned up: another runner, if any
+            except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as exc:
+                r.sessions -= 1
+                self.infra_errors += 1
+                raise InfraError(f"runner {r.handle.ident} could not open a session: {exc}") from None
+            except BaseException:
+                r.sessions -= 1
+                raise
+        key = secrets.token_hex(16)
+        self.sessions[key] = _Session(r, conn, spec)
+        self.session_counts["opened"] += 1
+        return key
+
+    async def _open_on(self, r: _Runner, msg: dict) -> _Conn:
+        """A connection whose supervisor holds a ready session. A runner whose slots are all still
+        cleaning up after closed sessions is asked again for a moment, then SessionsFull."""
+        for attempt in range(40):
+            reader, writer = await asyncio.open_unix_connection(session_socket(r.handle.socket_path), limit=MAX_FRAME)
+            conn = _Conn(reader, writer)
+            try:
+                await conn.send(msg)
+                ev = await conn.recv()
+            except BaseException:
+                conn.close()
+                raise
+            kind = ev.get("event") if isinstance(ev, dict) else None
+            if kind == "session_ready":
+                return conn
+            conn.close()
+            if kind == "session_error":
+                raise ValueError(f"session not opened: {ev.get('message', '')}")
+            if kind != "infra_error" or "no free slot" not in str(ev.get("message", "")):
+                raise RunnerLost(str(ev.get("message", kind)) if isinstance(ev, dict) else "bad answer")
+            await asyncio.sleep(0.01 * (attempt + 1))
+        raise SessionsFull(f"runner {r.handle.ident} has no free session slot")
+
+    def _session(self, key: str) -> _Session:
+        s = self.sessions.get(key)
+        if s is None:
+            raise UnknownSession(key)
+        return s
+
+    async def session_execute(self, key: str, req: SessionExec) -> SessionExecResult:
+        s = self._session(key)
+        async with s.lock:
+            if s.lost:
+                return SessionExecResult(status="session_lost", message=s.lost, cpu_total_s=s.cpu_total_s)
+            r = s.runner
+            await self._acquire_on(r)  # a share of its runner's job slots while the code runs
+            self.session_counts["executes"] += 1
+            try:
+                await s.conn.send({"op": "session_exec", "code": req.code, "stdin": req.stdin,
+                                   "timeout_s": req.timeout_s})
+                ev = await _within(s.conn.recv(), req.timeout_s + SESSION_SLACK_S)
+                if not isinstance(ev, dict) or ev.get("event") != "session_done":
+                    raise RunnerLost(f"unexpected answer {str(ev)[:200]}")
+                res = SessionExecResult(**{k: v for k, v in ev.items() if k != "event"})
+            except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
+                res = SessionExecResult(status="session_lost", message=f"the session's runner was lost: {exc}"[:500],
+                                        cpu_total_s=s.cpu_total_s)
+            finally:
+                await self._release(r)
+            s.cpu_total_s = res.cpu_total_s
+            if res.status == "ok":
+                s.cells.append(req.code)
+            elif res.status == "session_lost":
+                self._lose(s, res.message)
+            return res
+
+    def _lose(self, s: _Session, why: str) -> None:
+        """The session's process is gone (its supervisor has ended, or the runner): its slot is free."""
+        if not s.lost:
+            s.lost = why or "session lost"
+            s.conn.close()
+            s.runner.sessions -= 1
+            self.session_counts["lost"] += 1
+
+    async def close_session(self, key: str) -> None:
+        s = self.sessions.pop(key, None)
+        if s is None:
+            return
+        self.session_counts["closed"] += 1
+        if s.lost:
+            return
+        s.runner.sessions -= 1
+        if s.lock.locked():  # a call runs: hanging up ends it, and the runner cleans up at once
+            s.conn.close()
+            return
+        try:
+            await s.conn.send({"op": "session_close"})
+            await _within(s.conn.recv(), SESSION_SLACK_S)  # {"event": "session_closed"}: nothing of it is left
+        except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            pass
+        finally:
+            s.conn.close()
+
+    def session_program(self, key: str) -> str:
+        s = self._session(key)
+        return replay_program(s.spec.files, s.cells)
+
+    async def _acquire_on(self, r: _Runner) -> None:
+        """One of `r`'s job shares (as a job takes on it), waiting in the same queue as jobs."""
+        assert self._cond is not None, "pool not started"
+        async with self._cond:
+            while r.alive and r.in_flight >= self.per_runner and not self._closed:
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(self._cond.wait(), 1.0)
+            r.in_flight += 1
 
     # ---------------------------------------------------------------- recovery
     def _mark_dead(self, r: _Runner) -> None:
@@ -566,13 +733,18 @@ def default_slots(cores: int | None = None, mem_bytes: int | None = None, job_me
     return max(1, min(per_core * cores, by_memory))
 
 
+DEFAULT_MAX_SESSIONS = 8
+
+
 def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int | None = None,
               pin_cpus: bool | None = None, slots: int | None = None, job_memory_mb: int = JOB_MEMORY_MB,
-              **host_options: Any) -> SandboxPool:
+              max_sessions: int = DEFAULT_MAX_SESSIONS, **host_options: Any) -> SandboxPool:
     """A pool on the named host; `auto` takes docker when an engine and our image answer.
     `slots` is the jobs it runs at once (default: `default_slots`), spread over `size`
     runners (default: one per core, at most 8) of `per_runner` jobs each; `per_runner`
     given alone fixes the capacity at size * per_runner.
+    `max_sessions` (sandbox.sessions) are held at once beside the job slots, spread over the runners
+    (each runner gets that share of session slots: uids, scratch and /dev/shm of their own).
     `pin_cpus` (see CpuPlan) defaults to on where the pool starts its own runners and off
     for socketdir, whose runners other reward servers on the same machine may share.
     One pool is one view: bwrap's `languages=True` puts the toolchains in every runner's (default:
@@ -590,6 +762,8 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         # They run with --slots 8: 4 jobs each leaves room for health probes.
         size = 1
         per_runner = per_runner_given or 4
+    if kind != "socketdir" and max_sessions > 0:
+        host_options.setdefault("session_slots", -(-max_sessions // size))  # spread over the runners
     host = make_host(kind, per_runner=per_runner, job_memory_mb=job_memory_mb, **host_options)
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"

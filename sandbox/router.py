@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sandbox import toolchains
-from sandbox.api import InfraError, PoolStats, RuntimeStatus
+from sandbox.api import InfraError, PoolStats, RuntimeStatus, UnknownSession
 from sandbox.hosts import RunnerHandle, RunnerStartError, resolve_kind, unavailable_reason
 from sandbox.jobs import ExecRequest, ExecResult, Job, JobResult
 from sandbox.pool import SandboxPool, make_pool
 from sandbox.runtimes.table import DEFAULT, RUNTIMES, get
+from sandbox.sessions import SessionExec, SessionExecResult, SessionSpec, SessionStats
 
 log = logging.getLogger("sandbox.router")
 
@@ -68,6 +69,7 @@ class RuntimePools:
         self._locks: dict[str, asyncio.Lock] = {}  # per pool: one lazy start each, never one for another
         self._started = False
         self._closed = False
+        self._session_pools: dict[str, SandboxPool] = {}  # open session key -> its pool
 
     # ------------------------------------------------------------ what is offered
     @property
@@ -122,6 +124,8 @@ class RuntimePools:
         if name != toolchains.POOL and get(name).requirements:
             options.pop("image", None)  # the lean runtime's image; a runtime with packages has its own
             options["runtime"] = name
+        if name == toolchains.POOL:
+            options["max_sessions"] = 0  # sessions are Python's: they go to their runtime's pool
         p = make_pool(self.kind, **options)
         first = self.pools.get(self.default)
         if first is not None:
@@ -218,8 +222,43 @@ class RuntimePools:
             req = req.model_copy(update={"runtime": moved})
         return await p.execute(req)
 
+    # ------------------------------------------------------------------ sessions
+    async def open_session(self, spec: SessionSpec) -> str:
+        """A session on its runtime's pool (keys are unique across pools: random)."""
+        p = await self.pool(spec.runtime)
+        key = await p.open_session(spec)
+        self._session_pools[key] = p
+        return key
+
+    def _session_pool(self, key: str) -> SandboxPool:
+        p = self._session_pools.get(key)
+        if p is None:
+            raise UnknownSession(key)
+        return p
+
+    async def session_execute(self, key: str, req: SessionExec) -> SessionExecResult:
+        return await self._session_pool(key).session_execute(key, req)
+
+    async def close_session(self, key: str) -> None:
+        p = self._session_pools.pop(key, None)
+        if p is not None:
+            await p.close_session(key)
+
+    def session_program(self, key: str) -> str:
+        return self._session_pool(key).session_program(key)
+
+    @property
+    def session_capacity(self) -> int:
+        """The sessions the started pools hold at once, all runtimes together."""
+        return sum(p.session_capacity for p in self.pools.values())
+
+    def session_stats(self) -> SessionStats:
+        all_stats = [p.session_stats().model_dump() for p in self.pools.values()]
+        return SessionStats(**{f: sum(s[f] for s in all_stats) for f in SessionStats.model_fields})
+
     async def close(self) -> None:
         self._closed = True
+        self._session_pools.clear()
         pools, self.pools = self.pools, {}
         for p in pools.values():
             await p.close()

@@ -35,6 +35,7 @@ class Host(abc.ABC):
     runtime: str = "python"
     dynamic: bool = False
     start_timeout: float = 60.0
+    session_slots: int = 0  # sessions each runner holds, beside its job slots (runner --session-slots)
 
     @abc.abstractmethod
     async def start_runner(self, index: int) -> RunnerHandle: ...

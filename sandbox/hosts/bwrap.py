@@ -296,7 +296,8 @@ def capability_flags(slot_shm: slotns.ShmSpec | None) -> list[str]:
     return flags
 
 
-def runner_flags(python: str, *, slots: int, uid_base: int, slot_shm: slotns.ShmSpec | None) -> list[str]:
+def runner_flags(python: str, *, slots: int, uid_base: int, slot_shm: slotns.ShmSpec | None,
+                 session_slots: int = 0) -> list[str]:
     """The command bwrap runs: the runner's server on its socket, from the code bound at CODE_ROOT."""
     flags = ["--", python, "-I", "-S", "-c",
              f"import sys; sys.path.insert(0, {CODE_ROOT!r}); from sandbox.runner.server import main; main()",
@@ -304,6 +305,8 @@ def runner_flags(python: str, *, slots: int, uid_base: int, slot_shm: slotns.Shm
              "--hide-prefix", CODE_ROOT, "--uid-base", str(uid_base)]
     if slot_shm is not None:
         flags += ["--slot-shm", slot_shm.arg()]
+    if session_slots:
+        flags += ["--session-slots", str(session_slots)]
     return flags
 
 
@@ -311,7 +314,7 @@ def bwrap_argv(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None =
                uid_base: int = 20000, scratch_dir: str | None = None, memcg_dir: str | None = None,
                toolchains: bool = False, pch_dir: str | None = None, ts_dir: str | None = None, shm_mb: int = 64,
                slot_shm: slotns.ShmSpec | None = None, runtime: str = "python",
-               usr_stage: str | None = None) -> list[str]:
+               usr_stage: str | None = None, session_slots: int = 0) -> list[str]:
     """The bwrap command line of one runner. `scratch_dir`: a host directory holding the
     slots' own tmpfs mounts (s0, s1, ...), bound at the runner's scratch base; `memcg_dir`:
     the runner's memory cgroup (with s0, s1, ... in it), bound where the spawners join it;
@@ -335,7 +338,7 @@ def bwrap_argv(socket_dir: str, *, slots: int, tmp_mb: int, python: str | None =
             *read_only_tree_flags(binds, links), *hidden_site_packages_flags(dirs),
             *proc_dev_flags(shm_mb), *writable_mount_flags(socket_dir, tmp_mb, scratch_dir, memcg_dir),
             "--chdir", "/", *capability_flags(slot_shm),
-            *runner_flags(python, slots=slots, uid_base=uid_base, slot_shm=slot_shm)]
+            *runner_flags(python, slots=slots, uid_base=uid_base, slot_shm=slot_shm, session_slots=session_slots)]
 
 
 bwrap_command = bwrap_argv  # the name the benches and older tests call it by
@@ -383,8 +386,9 @@ class BwrapHost(Host):
     def __init__(self, *, slots: int = 8, tmp_mb: int = 256, start_timeout: float = 30.0,
                  scratch_mb: int = 256, scratch_inodes: int = 16384, job_memory_cgroup: bool = True,
                  languages: bool = False, runtime: str = "python", slot_shm: bool = True,
-                 shm_mb: int = 64, shm_inodes: int = 4096) -> None:
+                 shm_mb: int = 64, shm_inodes: int = 4096, session_slots: int = 0) -> None:
         self.slots = slots
+        self.session_slots = session_slots  # after the job slots: uids, scratch, memcg and /dev/shm of their own
         # each slot's /dev/shm (per slot, as root; else one of shm_mb for the runner)
         self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
         self.shm_mb = shm_mb
@@ -420,10 +424,11 @@ class BwrapHost(Host):
         cmd = bwrap_argv(sock_dir, slots=self.slots, tmp_mb=self.tmp_mb, python=python, uid_base=lease.base,
                          scratch_dir=scratch_dir if quota else None, memcg_dir=memcg,
                          toolchains=self.toolchains, pch_dir=self.pch_dir, ts_dir=self.ts_dir,
-                         runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm)
+                         runtime=self.runtime, usr_stage=stage, shm_mb=self.shm_mb, slot_shm=self.slot_shm,
+                         session_slots=self.session_slots)
         if not quota:
             return cmd
-        mounts = scratch_mounts(scratch_dir, slots=self.slots, slot_mb=self.scratch_mb,
+        mounts = scratch_mounts(scratch_dir, slots=self.slots + self.session_slots, slot_mb=self.scratch_mb,
                                 slot_inodes=self.scratch_inodes)
         if stage is not None:
             mounts += ["--usr-view", stage + ".spec", stage]
@@ -435,10 +440,10 @@ class BwrapHost(Host):
         scratch_dir = sock_dir + "-scratch"
         os.makedirs(scratch_dir, mode=0o700)
         try:
-            lease = uidlease.lease(self.slots)
+            lease = uidlease.lease(self.slots + self.session_slots)
         except OSError as exc:
             raise RunnerStartError(f"no uid block for a runner: {exc}") from exc
-        memcg = make_memcg(lease.base, self.slots) if self.job_memory_cgroup else None
+        memcg = make_memcg(lease.base, self.slots + self.session_slots) if self.job_memory_cgroup else None
         try:
             # the first call scans the interpreter's libraries (ldd, ~0.3 s): off the event loop
             cmd = await asyncio.to_thread(self.runner_command, sock_dir, lease, scratch_dir, memcg)

@@ -62,6 +62,7 @@ class DockerHost(Host):
         runtime: str = "python",
         mount_source: bool = True,
         start_timeout: float = 60.0,
+        session_slots: int = 0,
     ) -> None:
         import docker
 
@@ -70,6 +71,7 @@ class DockerHost(Host):
         self.runtime = self.record.name
         self.image = image or (self.record.image() if runtime != runtimes.DEFAULT else self.default_image())
         self.slots = slots
+        self.session_slots = session_slots  # after the job slots: uids, scratch and /dev/shm of their own
         self.memory_mb = memory_mb
         self.cpus = cpus
         self.pids = pids
@@ -171,6 +173,7 @@ class DockerHost(Host):
                 "--socket", f"/run/sandbox/{RUNNER_SOCKET}", "--slots", str(self.slots),
                 "--scratch", "/scratch/sbx", "--hide-prefix", "/opt/verireward", "--uid-base", str(uid_base),
                 *(["--slot-shm", self.slot_shm.arg()] if self.slot_shm else []),
+                *(["--session-slots", str(self.session_slots)] if self.session_slots else []),
             ],
             "detach": True,
             "name": f"verireward-runner-{self.pool_id}-{index}-{uuid.uuid4().hex[:4]}",
@@ -191,7 +194,7 @@ class DockerHost(Host):
                 **{
                     f"/scratch/sbx/s{k}": f"rw,exec,nosuid,nodev,size={self.scratch_mb}m,"
                                           f"nr_inodes={self.scratch_inodes},mode=700"
-                    for k in range(self.slots)
+                    for k in range(self.slots + self.session_slots)
                 },
                 # the runner's compile cache (sandbox/runner/compile_cache.py): root-owned, and the one
                 # place built programs are run from (Docker's tmpfs is noexec unless told)
@@ -219,7 +222,7 @@ class DockerHost(Host):
         sock_dir = os.path.join(self.root, f"runner-{index}-{uuid.uuid4().hex[:6]}")
         os.makedirs(sock_dir, mode=0o700)
         try:
-            lease = uidlease.lease(self.slots, taken=await asyncio.to_thread(self.taken_uid_bases))
+            lease = uidlease.lease(self.slots + self.session_slots, taken=await asyncio.to_thread(self.taken_uid_bases))
         except OSError as exc:
             shutil.rmtree(sock_dir, ignore_errors=True)
             raise RunnerStartError(f"no uid block for a runner: {exc}") from exc

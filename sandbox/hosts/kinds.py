@@ -55,7 +55,8 @@ def make_host(kind: str, *, per_runner: int, job_memory_mb: int, **options: Any)
         options.setdefault("cpus", float(min(per_runner + 1, os.cpu_count() or 2)))
         # the container's memory is shared by its jobs: the default 2 GiB, or job_memory_mb x 2
         # per job where the runner takes more jobs (default sizing gives it more than two)
-        options.setdefault("memory_mb", max(2048, 2 * job_memory_mb * per_runner))
+        # each session slot's idle interpreter holds some too (a session's own cap is its rlimits)
+        options.setdefault("memory_mb", max(2048, 2 * job_memory_mb * per_runner) + 128 * options.get("session_slots", 0))
         return DockerHost(slots=per_runner + 3, **options)
     if kind == "bwrap":
         from .bwrap import BwrapHost

@@ -19,7 +19,7 @@ import sys
 import types
 from importlib.machinery import SourceFileLoader  # imported here, once: in a candidate it costs ~1 ms
 
-from . import cgroup, codec, compileview, framing, limits
+from . import cgroup, codec, compileview, framing, limits, repl
 
 _template_ready = False
 _template_scratch: str | None = None
@@ -300,6 +300,8 @@ def main(ctrl: socket.socket, stdin_fd: int, stdout_fd: int, stderr_fd: int) -> 
             _launch(ctrl, first)  # a compiled program once per test, from this one jail
         if first["op"] == "main":
             code = _run_main(ctrl, first)
+        elif first["op"] == "session":
+            code = repl.serve(ctrl)  # a session's interpreter, cells until the supervisor hangs up
         else:
             code = _serve(ctrl, first)
     except BaseException:  # noqa: BLE001 - the process ends here whatever happened

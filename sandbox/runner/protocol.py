@@ -39,6 +39,7 @@ class Load:
     runs: bool | None = None
     message: str = ""
     names: list[str] = field(default_factory=list)
+    replies: list[dict] = field(default_factory=list)  # a session's answers, taken by its supervisor
 
 
 def _message(frame: dict) -> str:
@@ -75,8 +76,38 @@ def _check_load(frame: object, load: Load) -> None:
     load.runs, load.message, load.names = frame["runs"], message, names
 
 
+REPLY_BYTES = 2 << 20  # a session's answer to one cell (sandbox.runner.repl caps its parts below this)
+_REPLY_STATUS = ("ok", "error", "interrupted")
+ERROR_CAPS = {"type": 200, "message": 8 << 10, "traceback": 64 << 10}
+RESULT_CHARS = 256 << 10
+
+
+def _check_ready(frame: object, load: Load) -> None:
+    if frame != {"ready": True}:
+        raise Violation(flags.MALFORMED_FRAME, "expected the session's ready frame")
+    load.syntax_ok = True
+
+
+def _check_reply(frame: object, load: Load) -> None:
+    """A session's answer to one cell: its own word, shown to its client; checked for shape
+    and size only (a session is never graded by what it says)."""
+    if type(frame) is not dict or frame.keys() != {"status", "result", "error"} or frame["status"] not in _REPLY_STATUS:
+        raise Violation(flags.MALFORMED_FRAME, "expected a cell's reply")
+    result, error = frame["result"], frame["error"]
+    if result is not None and (type(result) is not str or len(result) > RESULT_CHARS):
+        raise Violation(flags.MALFORMED_FRAME, "a cell's result is not a string of bounded size")
+    if error is not None:
+        if type(error) is not dict or error.keys() != ERROR_CAPS.keys():
+            raise Violation(flags.MALFORMED_FRAME, "a cell's error is not {type, message, traceback}")
+        for k, most in ERROR_CAPS.items():
+            if type(error[k]) is not str or len(error[k]) > most:
+                raise Violation(flags.MALFORMED_FRAME, f"a cell's error {k} is not a string of bounded size")
+    load.replies.append(frame)
+
+
 # state -> (largest frame it accepts, its check); the next state follows from the mode
-_STATES = {"syntax": (SYNTAX_BYTES, _check_syntax), "load": (LOAD_BYTES, _check_load)}
+_STATES = {"syntax": (SYNTAX_BYTES, _check_syntax), "load": (LOAD_BYTES, _check_load),
+           "ready": (SYNTAX_BYTES, _check_ready), "reply": (REPLY_BYTES, _check_reply)}
 
 
 class ControlChannel:
@@ -84,14 +115,15 @@ class ControlChannel:
 
     script:   syntax -> closed              (the candidate closes its end after the syntax frame)
     function: syntax -> load -> quiet       (then the channel is the verdict process's)
+    session:  ready -> reply -> reply ...   (one reply per cell; the supervisor takes them)
     A syntax error ends either at `closed`/`quiet`. In `closed` and `quiet` no byte may come.
     """
 
     def __init__(self, mode: str) -> None:
-        if mode not in ("script", "function"):
+        if mode not in ("script", "function", "session"):
             raise ValueError(f"unknown mode {mode!r}")
         self.mode = mode
-        self.state = "syntax"
+        self.state = "ready" if mode == "session" else "syntax"
         self.load = Load()
         self.reader = framing.FrameReader()
 
@@ -136,7 +168,9 @@ class ControlChannel:
         return moved
 
     def _advance(self) -> None:
-        if self.state == "syntax" and self.load.syntax_ok and self.mode == "function":
+        if self.mode == "session":
+            self.state = "reply"
+        elif self.state == "syntax" and self.load.syntax_ok and self.mode == "function":
             self.state = "load"
         else:
             self.state = "closed" if self.mode == "script" else "quiet"

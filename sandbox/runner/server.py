@@ -47,29 +47,43 @@ def preload() -> None:
     gc.freeze()
 
 
+def session_socket(socket_path: str) -> str:
+    """Where a runner serving sessions listens for them: beside its job socket. A connection
+    there gets a session slot (its own uid, scratch, /dev/shm), never a job slot."""
+    return socket_path + ".sessions"
+
+
+def _listen(path: str) -> socket.socket:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o077)
+    srv.bind(path)
+    os.umask(old)
+    srv.listen(256)
+    return srv
+
+
 def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hide_prefix: str = "\0",
-          slot_shm: slotns.ShmSpec | None = None) -> None:
+          slot_shm: slotns.ShmSpec | None = None, session_slots: int = 0) -> None:
     limits.set_process_name("vr-runner")
     cpus.allowed_cpus()  # before any job pins a process: what "unpinned" means for all of them
     preload()
     sys.dont_write_bytecode = True
     os.makedirs(scratch_base, mode=0o711, exist_ok=True)
     os.chmod(scratch_base, 0o711)
-    cfg = {"uid_base": uid_base, "scratch_base": scratch_base, "hide_prefix": hide_prefix}
+    cfg = {"uid_base": uid_base, "scratch_base": scratch_base, "hide_prefix": hide_prefix, "job_slots": slots}
     # one keeper per slot (a /dev/shm of the slot's own when `slot_shm` is given), forked
-    # before the socket exists; the supervisors are forked from them
-    keepers = slotns.start_keepers(slots, slot_shm, functools.partial(_child, cfg=cfg))
+    # before the socket exists; the supervisors are forked from them. Session slots come after
+    # the job slots (slot k: uids uid_base + 2k, scratch s<k>), served on a socket of their own.
+    keepers = slotns.start_keepers(slots + session_slots, slot_shm, functools.partial(_child, cfg=cfg))
     slotns.drop_sys_admin()  # only the keepers needed it, once: no runner process keeps it
-    try:
-        os.unlink(socket_path)
-    except FileNotFoundError:
-        pass
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    old = os.umask(0o077)
-    srv.bind(socket_path)
-    os.umask(old)
-    srv.listen(256)
+    srv = _listen(socket_path)
     free = list(range(slots))
+    ssrv = _listen(session_socket(socket_path)) if session_slots else None
+    free_sessions = list(range(slots, slots + session_slots))
 
     rfd, wfd = os.pipe()
     os.set_blocking(rfd, False)
@@ -79,10 +93,12 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     sel = selectors.DefaultSelector()
     sel.register(srv, selectors.EVENT_READ, "accept")
+    if ssrv is not None:
+        sel.register(ssrv, selectors.EVENT_READ, "session")
     sel.register(rfd, selectors.EVENT_READ, "chld")
     for k in keepers:
         sel.register(k.sock, selectors.EVENT_READ, k)
-    print(f"runner ready on {socket_path} slots={slots} uid_switch={limits.can_switch_uid()} "
+    print(f"runner ready on {socket_path} slots={slots} session_slots={session_slots} uid_switch={limits.can_switch_uid()} "
           f"slot_shm={slot_shm.arg() if slot_shm else 'shared'}", flush=True)
     try:
         while True:
@@ -101,17 +117,18 @@ def serve(socket_path: str, *, slots: int, uid_base: int, scratch_base: str, hid
                     if not note:
                         raise SystemExit(f"runner: the keeper of slot {key.data.slot} died")
                     if note == b"F":
-                        free.append(key.data.slot)
+                        (free if key.data.slot < slots else free_sessions).append(key.data.slot)
                     continue
+                pool = free_sessions if key.data == "session" else free
                 try:
-                    conn, _ = srv.accept()
+                    conn, _ = (ssrv if key.data == "session" else srv).accept()
                 except (BlockingIOError, InterruptedError):
                     continue
-                if not free:
+                if not pool:
                     framing.send_frame(conn, {"event": "infra_error", "message": "runner has no free slot"})
                     conn.close()
                     continue
-                slot = free.pop(0)
+                slot = pool.pop(0)
                 keepers[slot].hand(conn)
                 conn.close()
     finally:
@@ -142,6 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     where.add_argument("--socket", help="unix socket path to listen on")
     where.add_argument("--socket-dir", help="listen on DIR/<hostname>.sock (replicas sharing one volume)")
     p.add_argument("--slots", type=int, default=8, help="connections (jobs) served at once")
+    p.add_argument("--session-slots", type=int, default=0,
+                   help="sessions served at once, on SOCKET.sessions, each in a slot of its own after the job slots")
     p.add_argument("--uid-base", default="20000",
                    help="first uid for job processes (2 per slot), or 'auto': lease a block no other runner on "
                         "the machine uses (sandbox.runner.uidlease; replicas must share its lease directory)")
@@ -156,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.uid_base == "auto":
         from . import uidlease
 
-        lease = uidlease.lease(a.slots)  # held (the lock open) for as long as we serve
+        lease = uidlease.lease(a.slots + a.session_slots)  # held (the lock open) for as long as we serve
     uid_base = lease.base if lease else int(a.uid_base)
     serve(path, slots=a.slots, uid_base=uid_base, scratch_base=a.scratch, hide_prefix=a.hide_prefix,
-          slot_shm=a.slot_shm)
+          slot_shm=a.slot_shm, session_slots=a.session_slots)

@@ -19,6 +19,7 @@ from .children import Children, ClientGone, InfraFailure, OutputMeter
 from .compiled import CompiledExecRun, CompiledRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
+from .session import SessionRun
 
 CLEANUP_WAIT_S = 0.05  # for a killed candidate to be reaped before its uid is scanned
 
@@ -75,6 +76,20 @@ class Supervisor:
                 if op == "ping":
                     self.emit({"event": "pong", "slot": self.slot, "jobs": self.jobs, "pid": os.getpid(),
                                "languages": languages.runnable()})
+                elif op == "session":
+                    if not self.session_slot:
+                        self.emit({"event": "error", "message": "sessions are served on the session socket only"})
+                        continue
+                    self.jobs += 1
+                    try:
+                        self.run_session(msg)
+                    except InfraFailure as exc:
+                        self.emit({"event": "infra_error", "message": str(exc)[:300]})
+                    except ClientGone:
+                        pass
+                    return  # a session's connection ends with it
+                elif op in ("run", "exec") and self.session_slot:
+                    self.emit({"event": "error", "message": "a session slot runs no jobs"})
                 elif op in ("run", "exec"):
                     self.jobs += 1
                     try:
@@ -88,6 +103,55 @@ class Supervisor:
                     self.emit({"event": "error", "message": f"unknown op {op!r}"})
         finally:
             self.ch.shutdown()
+
+    @property
+    def session_slot(self) -> bool:
+        """Whether this slot is one of the runner's session slots (after its job slots)."""
+        return self.slot >= int(self.cfg.get("job_slots", 1 << 30))
+
+    def run_session(self, msg: dict) -> None:
+        """A session's life: open, one execute per frame, until the client closes it (or hangs
+        up) or the session is lost; then everything of it is cleaned up before the answer to a
+        close, so a closed session has left no process."""
+        try:
+            for key in ("memory_mb", "nproc", "cpu_budget_s"):
+                float(msg[key])
+        except (KeyError, TypeError, ValueError) as exc:
+            self.emit({"event": "session_error", "message": f"bad session: {type(exc).__name__}: {exc}"[:300]})
+            return
+        ch = self.ch
+        ch.exits.clear()
+        scratch = self.fresh_scratch()
+        session = SessionRun(ch, msg, scratch, self.emit)
+        closing = False
+        try:
+            opened = session.open()
+            self.emit(opened)
+            while opened["event"] == "session_ready" and not session.lost:
+                req = framing.recv_frame(self.conn)
+                if not isinstance(req, dict) or req.get("op") == "session_close":
+                    closing = isinstance(req, dict)
+                    break
+                if req.get("op") != "session_exec" or not isinstance(req.get("code"), str) or \
+                        not isinstance(req.get("stdin", ""), str):
+                    self.emit({"event": "error", "message": "a session takes session_exec and session_close"})
+                    continue
+                try:
+                    float(req["timeout_s"])
+                except (KeyError, TypeError, ValueError):
+                    self.emit({"event": "error", "message": "session_exec needs timeout_s"})
+                    continue
+                ch.watch_client(self.conn)  # a client that hangs up mid-call ends the session
+                try:
+                    self.emit(session.execute(req))
+                finally:
+                    ch.watch_client(None)
+        except (framing.FrameError, OSError):
+            pass
+        finally:
+            self.clean(session, scratch)
+        if closing:
+            self.emit({"event": "session_closed"})
 
     def emit(self, obj: dict) -> None:
         # valid UTF-8 whatever a candidate's strings hold: the server re-serialises them
