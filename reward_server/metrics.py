@@ -91,6 +91,11 @@ class Metrics:
             "items whose candidate tried a reward hack, by kind (sandbox.runner.flags; docs/SERVER.md)",
             ["kind"], registry=r,
         )
+        self.checker_failures = Counter(
+            "reward_server_checker_failures", "code items whose task checker failed: on=output (on a candidate's "
+            "output after it accepted its reference: that test failed, flagged checker_failed) or on=task (it did not "
+            "build or rejected its own reference: task_error)", ["on"], registry=r,
+        )
         self.compile_cache = Counter(
             "reward_server_compile_cache", "builds of programs in compiled languages by the runner's compile cache: "
             "hit, merged (an identical build in flight), miss, none (nothing to build)", ["language", "cache"],

@@ -209,7 +209,7 @@ class CodeDetail(RunOutcome):
     @classmethod
     def of(cls, result: RunOutcome, extract_mode: str, code_chars: int, queue_s: float = 0.0) -> CodeDetail:
         """The detail of a job the runner ran (times to the microsecond)."""
-        tests = [TestResult.model_construct(status=t.status, time_s=round(t.time_s, 6), message=t.message)
+        tests = [TestResult.model_construct(status=t.status, time_s=round(t.time_s, 6), message=t.message, score=t.score)
                  for t in result.tests]
         return cls(syntax_ok=result.syntax_ok, runs=result.runs, passed=result.passed, total=result.total, tests=tests,
                    load_message=result.load_message, extract_mode=extract_mode, code_chars=code_chars,

@@ -16,6 +16,7 @@ from typing import Any
 
 from reward_server.admission import Admission, ClientGone, QueueTimeout
 from reward_server.errors import InvalidRequest, RequestRejected, error, invalid
+from reward_server.grading import testlib
 from reward_server.grading.code import build_job, extract_code, shape_reward, task_source_errors
 from reward_server.grading.math import MathGrader, MathOptions
 from reward_server.metrics import Metrics
@@ -219,13 +220,17 @@ class Scorer:
             return ScoreResult(id=item.id, reward=0.0, status="ok", detail=CodeDetail.no_code(n, mode))
         # a named runtime was checked by check_limits (one whose lazy start failed since is the pool's InfraError)
         runtime = task.runtime or self.resolve_runtime(None, ["task", "runtime"], task.language)
-        job = build_job(escape_surrogates(program), task, self.default_limits, runtime)
+        job = build_job(escape_surrogates(program), task, self.default_limits, runtime,
+                        self.settings.time_scale, self.settings.max_timeout_s)
+        job = testlib.attach(job, self.settings.testlib_header)  # where its checker includes testlib.h
         wait = None
         try:
             async with self.admission.slot(queue_timeout_s) as wait:
                 self.metrics.queue_wait.observe(wait.queue_s)
                 result = await self.runner.run(job)
         except TaskError as e:  # the runner could not run the task's tests: the task's fault, said so
+            if str(e).startswith("the checker"):  # sandbox/runner/checker.py's words
+                self.metrics.checker_failures.labels("task").inc()
             return ScoreResult(
                 id=item.id, reward=None, status="task_error",
                 detail={"kind": "code", "error": str(e), "extract_mode": mode, "code_chars": len(program),
@@ -239,6 +244,8 @@ class Scorer:
             )
         if result.compile is not None:
             self.metrics.compile_cache.labels(task.language, result.compile.cache).inc()
+        if "checker_failed" in result.flags:
+            self.metrics.checker_failures.labels("output").inc()
         return ScoreResult(
             id=item.id, reward=shape_reward(result, weights), status="ok",
             detail=CodeDetail.of(result, mode, len(program), wait.queue_s),

@@ -6,6 +6,7 @@ outside: `REWARD_SERVER_MAX_QUEUED_JOBS=10000 reward-server serve`.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
@@ -83,6 +84,10 @@ class Settings(BaseSettings):
     )
     max_timeout_s: float = Field(30.0, gt=0, le=120, description="ceiling for a task's per-test timeout_s")
     max_memory_mb: int = Field(4096, ge=16, le=16384, description="ceiling for a task's memory_mb")
+    testlib_header: Path | None = Field(
+        None, description="testlib.h (from github.com/MikeMirzayanov/testlib) for checkers and interactors that "
+        "include it; without it such a task is a task_error naming the cause (docs/JUDGING.md)",
+    )
     time_scale: float = Field(
         1.0, gt=0, le=100, description="multiplies a task's own timeout_s (a data set row's time limit arrives as one) "
         "for this host: a limit set on the judge's machine, scaled to this one; the result is capped at max_timeout_s; "
@@ -131,6 +136,19 @@ class Settings(BaseSettings):
             for n in v:
                 sandbox_runtimes.get(n)
         return v
+
+    @field_validator("testlib_header")
+    @classmethod
+    def _readable_header(cls, v: Path | None) -> Path | None:
+        """A header that cannot be read refuses the start, not every checker's item later."""
+        if v is None:
+            return v
+        from reward_server.grading.testlib import check_header  # noqa: PLC0415
+
+        try:
+            return check_header(v)
+        except OSError as exc:
+            raise ValueError(f"testlib_header: {exc}") from None
 
     @field_validator("auth_token")
     @classmethod

@@ -16,8 +16,10 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     field_serializer,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -212,6 +214,8 @@ class Job(BaseModel):
     runtime: Runtime = "python"
     tests: Tests
     limits: Limits = Field(default_factory=Limits)
+    testlib_h: str | None = Field(None, repr=False, description="the operator's testlib.h, sent where the task's "
+                                  "checker or interactor includes it (reward_server.grading.testlib)")
 
     @model_validator(mode="after")
     def _stdio_for_others(self) -> Job:
@@ -224,6 +228,16 @@ class TestResult(BaseModel):
     status: TestStatus
     time_s: float = 0.0
     message: str = ""
+    score: float | None = Field(None, ge=0, le=1, description="a failed test's partial credit (a checker's points), "
+                                "counted as that fraction of a passed test; absent for all-or-nothing tests")
+
+    @model_serializer(mode="wrap")
+    def _shape(self, handler: SerializerFunctionWrapHandler):  # no return type: the schema stays the model's
+        """`score` only where a checker gave partial credit (every other test's shape unchanged)."""
+        d = handler(self)
+        if self.score is None:
+            d.pop("score", None)
+        return d
 
     @field_validator("message", mode="before")
     @classmethod
@@ -415,6 +429,8 @@ def run_message(job: Job, stream: bool = False) -> dict[str, Any]:
                            "limits": job.limits.model_dump(), "stream": stream}
     if job.language != languages.PYTHON:
         msg["language"] = job.language
+    if job.testlib_h is not None:
+        msg["testlib_h"] = job.testlib_h
     return msg
 
 

@@ -204,8 +204,8 @@ def shape_reward(result: JobResult, weights: Weights) -> float:
     A job the runner flagged (`result.flags`, what the candidate tried) loses `weights.flag_penalty`
     (default 0). Every test status but `passed` (`protocol_error` included) is a failed test.
     """
-    if result.total > 0:
-        frac = result.passed / result.total
+    if result.total > 0:  # a checker's partial credit (a failed test's `score`) counts as that fraction of a test
+        frac = (result.passed + sum(t.score or 0.0 for t in result.tests if t.status != "passed")) / result.total
     else:
         frac = 1.0 if (result.syntax_ok and result.runs) else 0.0
     r = weights.syntax * float(result.syntax_ok) + weights.runtime * float(result.runs) + weights.tests * frac

@@ -41,6 +41,7 @@ async def readyz(request: Request):
             body["runtimes"] = p.status()
     if st.sessions is not None:  # /v1/sessions: live, lost, capacity, created, and this server's id prefix
         body["sessions"] = st.sessions.figures()
+    body["testlib_header"] = st.settings.testlib_header is not None  # checkers that include testlib.h can build
     body["time_scale"] = st.settings.time_scale  # multiplies a task's own timeout_s (docs/JUDGING.md)
     return JSONResponse(status_code=200 if ready else 503, content=body)
 

@@ -310,6 +310,8 @@ class CompiledRun(StdioRun):
         """One process for the job's tests where the language has a harness and sharing is
         faithful for this program (languages/harness.py); None: a process per test."""
         lang, b = self.lang, self.built
+        if self.judge is not None:  # a task program's files sit in the scratch between tests: no candidate code alive then
+            return None
         if b is None or not b.ok or len(self.cases) < 2 or not harness.shareable(lang, self.program, b.art):
             return None
         h = self.harness_built = build(self.ch, harness.built_as(lang), harness.source(lang), self.scratch, self.msg)
@@ -357,6 +359,7 @@ class CompiledRun(StdioRun):
         return judge_end(self.lang, self.launcher.run(stdin, self.plim))
 
     def stop(self) -> None:
+        super().stop()
         if self.shared is not None:
             self.shared.stop()
         if self.launcher is not None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from . import cleanup, files, framing, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
-from .compare import StdoutMatcher
+from . import compare_modes
 from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
 from .procfs import run_delay_s
 
@@ -121,13 +121,14 @@ def _await_end(ch: Children, c: Candidate, clock: TestClock, uid: int | None, ou
 
 class StdioRun:
     """stdio tests: the script once per case, its stdout compared here as it arrives
-    (compare.StdoutMatcher); only a short prefix of it is kept, for the report."""
+    (compare_modes.matcher); only a short prefix of it is kept, for the report."""
 
     def __init__(self, ch: Children, msg: dict, scratch: str, emit: Callable[[dict], None]) -> None:
         self.ch = ch
         self.program = msg["program"]
         self.cases = msg["tests"]["cases"]
         self.tol = msg["tests"].get("float_tolerance")
+        self.compare = msg["tests"].get("compare") or "lines"  # a named mode (compare_modes.MODES)
         self.lim = msg["limits"]
         self.scratch = scratch
         self.emit = emit
@@ -137,6 +138,9 @@ class StdioRun:
         self.flags: set[str] = set()
         self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
         self.keep: set[str] = set()  # names in the scratch that every test runs (a build not cached)
+        from .checker import judge_of  # noqa: PLC0415 - checker.py imports this module
+
+        self.judge = judge_of(ch, msg, scratch, self.keep)  # a checker (special judge), where the tests name one
 
     def keep_in_scratch(self, path: str) -> None:
         """`path` (an artifact the tests run) stays in the scratch when it is reset between tests."""
@@ -148,14 +152,18 @@ class StdioRun:
 
     def run(self) -> None:
         n, kept = len(self.cases), self.meter.kept
+        if self.judge is not None and not self.judge.prepare():
+            return  # the checker does not build: the task's error (answer)
         scratch_times = _times(self.scratch)
         for i, case in enumerate(self.cases):
             # each test starts from an empty scratch, as a fresh judge's would: nothing a
             # test's run wrote (a file, a planted module, a mode) reaches the next test
             reset_scratch(self.scratch, self.ch.c_uid, scratch_times, self.keep)
             mark = len(kept["stdout"])
-            matcher = StdoutMatcher(case["stdout"], self.tol)
+            matcher = compare_modes.matcher(case.get("compare") or self.compare, case["stdout"], self.tol)
             self.meter.sink = matcher.feed
+            if self.judge is not None:
+                self.meter.sink = self.judge.capture()  # the whole output, for the checker
             try:
                 out = self.run_case(case.get("stdin", ""))
             finally:
@@ -179,6 +187,10 @@ class StdioRun:
                 kept["stdout"] += out.stdout[:KEEP_BYTES]
             if out.status != "finished":
                 r = {"status": out.status, "message": out.message}
+            elif self.judge is not None:
+                r = self.judge.check(i, case)
+                if r is None:  # it rejected the case's own answer: the task's error (answer)
+                    return
             elif matcher.finish():
                 r = {"status": "passed", "message": ""}
             else:
@@ -205,11 +217,18 @@ class StdioRun:
         kept = self.meter.kept
         kept["stderr"] = kept["stderr"][:KEEP_BYTES]
         passed = sum(1 for r in self.results if r["status"] == "passed")
-        return {"event": "done", "syntax_ok": self.syntax_ok, "runs": self.runs, "message": "", "passed": passed,
+        done = {"event": "done", "syntax_ok": self.syntax_ok, "runs": self.runs, "message": "", "passed": passed,
                 "total": len(self.cases), "tests": self.results, "flags": sorted(self.flags)}
+        if self.judge is not None:
+            done["flags"] = sorted(self.flags | self.judge.flags)
+            done["checker_failures"] = self.judge.broken
+            if self.judge.fault:  # the task's error (a checker that does not build or rejects its reference)
+                done["error"] = self.judge.fault
+        return done
 
     def stop(self) -> None:
-        pass  # run_script ends each candidate itself
+        if self.judge is not None:
+            self.judge.release()  # run_script ends each candidate itself
 
 
 class ExecRun:
