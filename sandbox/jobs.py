@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from sandbox.runner import codec, flags, languages
+from sandbox.runner import codec, compare_modes, flags, languages
 
 # protocol_error: the candidate broke the runner protocol during that test (scored as a failed test)
 # compile_error: the program in a compiled language did not build (every test gets it)
@@ -134,14 +134,22 @@ class AssertListTests(BaseModel):
     in_place: bool = Field(False, description=_IN_PLACE)
 
 _COMPARE = ("how stdout is compared with the expected output: a named mode reproducing a data set's own "
-            "tester (lines, tokens, codecontests, sandboxfusion, livecodebench, apps, testlib:<checker>; "
-            "see docs/JUDGING.md); ignored where a checker is given")
+            "tester (" + ", ".join(compare_modes.MODES) + "; see docs/JUDGING.md); ignored where a checker is given")
+
+
+def _known_compare(name: str) -> str:
+    if name not in compare_modes.MODES:
+        raise ValueError(f"unknown comparison mode {name!r} (known: {', '.join(compare_modes.MODES)})")
+    return name
+
+
+CompareMode = Annotated[str, AfterValidator(_known_compare)]
 
 class StdioCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
     stdin: str = ""
     stdout: str
-    compare: str | None = Field(None, max_length=40, description="this case's comparison mode (None: the tests' own)")
+    compare: CompareMode | None = Field(None, max_length=40, description="this case's comparison mode (None: the tests' own)")
 
 class TaskProgram(BaseModel):
     """A program that is part of the task, not the candidate: a checker (special judge) or an
@@ -160,7 +168,7 @@ class StdioTests(BaseModel):
     cases: list[StdioCase] = Field(min_length=1)
     float_tolerance: float | None = Field(None, ge=0, description="abs/rel tolerance for an expected token written as a decimal or with an exponent; "
                                             "an expected integer needs its exact value")
-    compare: str = Field("lines", max_length=40, description=_COMPARE)
+    compare: CompareMode = Field("lines", max_length=40, description=_COMPARE)
     checker: TaskProgram | None = Field(None, description="a special judge: `checker <input> <output> <answer>`, "
                                         "exit 0 OK, 1 WA, 2 PE, 3 FAIL, 7 partial points (testlib)")
     interactor: TaskProgram | None = Field(None, description="an interactive problem's judge: `interactor <input> "

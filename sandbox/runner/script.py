@@ -16,9 +16,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import cleanup, files, framing, limits
+from . import cleanup, compare_modes, files, framing, limits
 from .children import KEEP_BYTES, WRITE, Candidate, Children, OutputMeter, close_fd, exit_reason
-from . import compare_modes
 from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
 from .procfs import run_delay_s
 

@@ -45,6 +45,7 @@ import time
 from .. import cleanup, limits
 from ..children import WRITE, Candidate, Children, OutputMeter, close_fd
 from ..compare import StdoutMatcher
+from ..compare_modes import Matcher
 from ..cpuclock import TestClock, tree_cpu_s
 from ..procfs import run_delay_s
 from ..script import ScriptEnd, encode_stdin, judge_exit
@@ -464,7 +465,7 @@ class SharedProcess:
         for k, v in self.meter.kept.items():
             del v[before[k]:]
         matcher = getattr(self.meter.sink, "__self__", None)
-        if isinstance(matcher, StdoutMatcher):
+        if isinstance(matcher, (StdoutMatcher, Matcher)):
             matcher.restart()
 
     def stop(self) -> None:
