@@ -97,7 +97,8 @@ class TrainConfig(BaseModel):
     system_prompt: str | None = None
 
     # --- data ------------------------------------------------------------------------------
-    tasks: str = Field("arithmetic", description="arithmetic | code | mixed | path to a JSONL of {prompt, task}")
+    tasks: str = Field("arithmetic", description="arithmetic | code | mixed | bigarith (exact big-integer and "
+                       "modular arithmetic, for tools=python) | path to a JSONL of {prompt, task}")
     dataset: DatasetConfig | None = Field(
         None, description="tasks from HF datasets (local JSONL/Parquet/Arrow) with a column mapping; replaces `tasks`")
     num_train_tasks: int = Field(2000, gt=0, description="size of generated training set (generators only)")
@@ -116,6 +117,13 @@ class TrainConfig(BaseModel):
     tis_cap: float | None = Field(
         None, gt=0.0, description="truncated importance sampling: weight each token's surrogate by "
         "min(pi_trainer / pi_sampler, tis_cap) when the backend reports its log-probs (vLLM); None = off")
+
+    # --- tools (multi-turn rollouts) ----------------------------------------------------------
+    tools: Literal["none", "python"] = Field(
+        "none", description="python = the policy's ```python blocks run in a session on the reward server (one per "
+        "trajectory, /v1/sessions) and their output comes back as a tool turn, masked out of the loss")
+    max_tool_turns: int = Field(2, ge=1, le=64, description="code blocks run per trajectory (tools=python)")
+    tool_timeout_s: float = Field(5.0, gt=0.0, le=300.0, description="time limit of one code block's run")
 
     # --- GRPO ------------------------------------------------------------------------------
     group_size: int = Field(8, description="completions sampled per prompt (G)")
@@ -263,6 +271,10 @@ class TrainConfig(BaseModel):
         if self.overlong_buffer >= self.max_completion_length:
             errs.append(f"overlong_buffer ({self.overlong_buffer}) must be below max_completion_length "
                         f"({self.max_completion_length})")
+        if self.tools == "python" and self.generation_backend != "generate":
+            errs.append("tools=python rolls out with generation_backend=generate (multi-turn with vLLM is not built)")
+        if self.tools == "python" and not self.reward_url:
+            errs.append("tools=python needs reward_url: the sessions live on the reward server")
         if self.dtype == "float16" and self.device == "cpu":
             errs.append("dtype float16 is not supported on cpu; use float32 or bfloat16")
         if errs:

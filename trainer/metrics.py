@@ -90,6 +90,9 @@ class StepStats:
     kept_seqs: float = 0.0  # sequences in the loss (after truncation masking)
     masked_truncated: float = 0.0  # kept sequences left out of the loss by mask_truncated_completions
     loss_tokens: float = 0.0
+    tool_seqs: float = 0.0  # completions that ran at least one code block (tools=python)
+    tool_calls: float = 0.0  # code blocks run
+    tool_errors: float = 0.0  # code blocks that raised, timed out or lost their session
     gen_time: float = 0.0
     logprob_time: float = 0.0
     wait: float = 0.0  # blocked on reward futures
@@ -117,6 +120,13 @@ class StepStats:
             for f in flags:
                 if f in self.flag_counts:
                     self.flag_counts[f] += 1
+
+    def add_tools(self, extra: dict[str, Any]) -> None:
+        """One completion's tool use (``Sequence.extra`` of a multi-turn rollout; nothing otherwise)."""
+        calls = int(extra.get("tool_calls", 0))
+        self.tool_seqs += float(calls > 0)
+        self.tool_calls += calls
+        self.tool_errors += int(extra.get("tool_errors", 0))
 
     def reduced(self) -> StepStats:
         """The same statistics summed (``len_max``: maxed) over every rank."""
@@ -166,6 +176,11 @@ class StepStats:
             "completion_len_mean": self.tokens / max(self.completions, 1.0),
             "completion_len_max": int(self.len_max),
             "flagged_share": self.flagged / n if n else 0.0,
+            # tools=python: the share of completions that ran code, code blocks per completion, and
+            # the share of runs that raised / timed out / lost their session
+            "tool_call_rate": self.tool_seqs / max(self.completions, 1.0),
+            "tool_calls_mean": self.tool_calls / max(self.completions, 1.0),
+            "tool_error_share": self.tool_errors / max(self.tool_calls, 1.0),
         }
         for k in self.source_sum:
             rec[f"reward/{k}"] = self.source_sum[k] / self.source_n[k] if self.source_n[k] else None

@@ -23,7 +23,14 @@ class Sequence:
     old_logp: torch.Tensor | None = None  # [T]
     ref_logp: torch.Tensor | None = None  # [T]
     rollout_logp: torch.Tensor | None = None  # [T] the sampler's own log-probs (vLLM), for TIS
+    # [T] 1 on the policy's tokens, 0 on tool-turn tokens (multi-turn tool rollouts); None: all 1
+    loss_mask: torch.Tensor | None = None
     extra: dict = field(default_factory=dict)
+
+    @property
+    def policy_tokens(self) -> int:
+        """Tokens the policy sampled (those in the loss): all of them unless a tool wrote some."""
+        return int(self.completion_ids.numel()) if self.loss_mask is None else int(self.loss_mask.sum())
 
 
 @dataclass
@@ -136,7 +143,9 @@ def generate(
 
 
 def collate(seqs: list[Sequence], pad_id: int, device: torch.device) -> Batch:
-    """Left-pad prompts, right-pad completions, so completions start at one common column."""
+    """Left-pad prompts, right-pad completions, so completions start at one common column. The
+    completion mask is each sequence's ``loss_mask`` where it has one: tool tokens stay in the input
+    (the policy was conditioned on them) but get no log-prob, ratio, KL or loss term."""
     P = max(int(s.prompt_ids.numel()) for s in seqs)
     T = max(int(s.completion_ids.numel()) for s in seqs)
     B = len(seqs)
@@ -148,7 +157,7 @@ def collate(seqs: list[Sequence], pad_id: int, device: torch.device) -> Batch:
         ids[i, P - p : P] = s.prompt_ids
         ids[i, P : P + t] = s.completion_ids
         attn[i, P - p : P + t] = 1
-        cmask[i, :t] = 1.0
+        cmask[i, :t] = 1.0 if s.loss_mask is None else s.loss_mask
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     return Batch(ids.to(device), attn.to(device), pos.to(device), cmask.to(device), P)
 

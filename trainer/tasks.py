@@ -107,6 +107,36 @@ def arithmetic_tasks(n: int, seed: int, difficulty: str = "standard") -> list[Ta
 
 
 # --------------------------------------------------------------------------------------------
+# exact big-integer and modular arithmetic (scored as math): out of reach of a small model's
+# mental arithmetic, one line of Python with a tool (the tools=python demo)
+
+
+def _bigarith_problem(rng: random.Random) -> tuple[str, int]:
+    if rng.randrange(2) == 0:
+        a, b = rng.randint(10_000, 99_999), rng.randint(10_000, 99_999)
+        return f"Compute {a} * {b} exactly.", a * b
+    base, exp = rng.randint(2, 20), rng.randint(50, 500)
+    mod = rng.choice([1_000_003, 999_983, 1_000_033, 65_537, 104_729, 1_299_709])
+    return f"Compute {base}^{exp} mod {mod}.", pow(base, exp, mod)
+
+
+def bigarith_tasks(n: int, seed: int) -> list[TaskItem]:
+    """Products of two 5-digit numbers and modular powers, half each, graded by the math grader."""
+    rng = random.Random(f"bigarith-{seed}")
+    out: list[TaskItem] = []
+    seen: set[str] = set()
+    tries = 0
+    while len(out) < n and tries < n * 50:
+        tries += 1
+        text, ans = _bigarith_problem(rng)
+        if text in seen:
+            continue
+        seen.add(text)
+        out.append(TaskItem(f"bigarith-{len(out)}", text + MATH_SUFFIX, {"type": "math", "answer": str(ans)}))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # small function-writing tasks (scored by the server's assert tests)
 
 _Family = Callable[[random.Random], tuple[str, str, Callable[..., Any], Callable[[random.Random], tuple]]]
@@ -249,6 +279,8 @@ def build_split(source: str, num_train: int, num_eval: int, seed: int,
         pool = arithmetic_tasks(num_train + num_eval, seed, arith_difficulty)
     elif source == "code":
         pool = code_tasks(num_train + num_eval, seed)
+    elif source == "bigarith":
+        pool = bigarith_tasks(num_train + num_eval, seed)
     elif source == "mixed":
         half = (num_train + num_eval + 1) // 2
         pool = arithmetic_tasks(half, seed, arith_difficulty) + code_tasks(half, seed)

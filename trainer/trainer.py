@@ -17,6 +17,7 @@ import math
 import os
 import sys
 import time
+import uuid
 import warnings
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -43,9 +44,11 @@ from .model import (
     reference_mode,
     trainable_parameters,
 )
+from .multiturn import TOOL_SYSTEM_PROMPT, ToolRollouts
 from .rewards import HttpScorer, RewardMixer, Scored, Scorer, WaitClock
 from .rollout import Sequence, collate, fill_logprobs, pad_rows, render_prompts, token_logprobs
 from .tasks import TaskItem, TaskStream, build_split
+from .tools import SessionClient
 
 LOW_VARIANCE_WARN_SHARE = 0.9
 
@@ -105,6 +108,15 @@ class GRPOTrainer:
         self.ref = build_reference(cfg, self.policy)
         self.generator = make_generator(cfg, self.policy, self.tokenizer, lambda: self.autocast, self.device,
                                         _log if self.is_main else (lambda m: None))
+        # tools=python: multi-turn rollouts, one session per trajectory on the (first) reward server;
+        # the run id labels the sessions so an orphan sweep can find them
+        self.run_id = f"{Path(cfg.state_dir).name}-{uuid.uuid4().hex[:8]}"
+        self.tools: ToolRollouts | None = None
+        if cfg.tools == "python":
+            self.tools = ToolRollouts(
+                self.policy, self.tokenizer, SessionClient(cfg.reward_url[0], cfg.reward_token, cfg.reward_timeout_s),
+                cfg.max_completion_length, cfg.top_p, cfg.max_prompt_length, cfg.max_tool_turns, cfg.tool_timeout_s,
+                lambda: self.autocast)
         self.fsdp = self.distributed and cfg.parallelism == "fsdp"
         if self.fsdp:  # shard before the optimizer is built: its state then lives on the shards
             pdt = {"auto": torch.bfloat16 if self.device.type == "cuda" else None, "float32": None,
@@ -172,9 +184,15 @@ class GRPOTrainer:
             yield
 
     def _prompts(self, items: list[TaskItem]) -> list[str]:
-        return render_prompts(self.tokenizer, [t.prompt for t in items], self.cfg.system_prompt)
+        system = self.cfg.system_prompt
+        if system is None and self.tools is not None:
+            system = TOOL_SYSTEM_PROMPT
+        return render_prompts(self.tokenizer, [t.prompt for t in items], system)
 
-    def _gen(self, items: list[TaskItem], n: int, temperature: float) -> list[Sequence]:
+    def _gen(self, items: list[TaskItem], n: int, temperature: float, tag: str = "") -> list[Sequence]:
+        if self.tools is not None:  # sessions opened for these groups and released before this returns
+            labels = {"grpo_run": self.run_id, "grpo_step": str(self.step), "grpo_rank": str(self.rank)}
+            return self.tools.generate(self._prompts(items), n, temperature, {**labels, "grpo_tag": tag})
         return self.generator.generate(self._prompts(items), n, temperature)
 
     def _micro(self) -> int:
@@ -201,7 +219,7 @@ class GRPOTrainer:
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
             t0 = time.perf_counter()
-            seqs = self._gen(part, cfg.group_size, cfg.temperature)
+            seqs = self._gen(part, cfg.group_size, cfg.temperature, f"{tag}-{k}")
             st.gen_time += time.perf_counter() - t0
             pending.append((part, seqs, self._score(part, seqs, f"{tag}-{k}")))
         kept: list[list[Sequence]] = []
@@ -213,6 +231,7 @@ class GRPOTrainer:
                 st.tokens += n
                 st.len_max = max(st.len_max, n)
                 st.truncated += int(s.truncated)
+                st.add_tools(s.extra)
                 if not sc.ok:
                     st.infra_errors += 1
                     continue
@@ -303,7 +322,7 @@ class GRPOTrainer:
         st.kept_groups = float(len(kept))
         st.kept_seqs = float(len(seqs))
         st.masked_truncated = float(sum(len(g) for g in kept) - len(seqs))
-        st.loss_tokens = float(sum(s.completion_ids.numel() for s in seqs))
+        st.loss_tokens = float(sum(s.policy_tokens for s in seqs))
 
         # update: global normalisers so micro-batches and ranks add up to the loss of the whole batch
         n_seqs, n_tokens = dist.all_reduce([st.kept_seqs, st.loss_tokens])
@@ -463,12 +482,13 @@ class GRPOTrainer:
         n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
-            seqs = self._gen(part, n, cfg.eval_temperature)
+            seqs = self._gen(part, n, cfg.eval_temperature, f"{tag}{self.step}-{k}")
             scores: list[Scored] = self._score(part, seqs, f"{tag}{self.step}-{k}").result()
             for s, sc in zip(seqs, scores, strict=True):
                 st.completions += 1
                 st.tokens += int(s.completion_ids.numel())
                 st.truncated += int(s.truncated)
+                st.add_tools(s.extra)
                 if sc.ok:
                     st.add_scored(float(sc.reward), sc.sources, sc.flags)  # type: ignore[arg-type]
                 else:
@@ -482,7 +502,7 @@ class GRPOTrainer:
             gchunk = max(1, cfg.prompts_per_step)
             for k in range(0, len(gitems), gchunk):
                 part = gitems[k : k + gchunk]
-                seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
+                seqs = self._gen(part, cfg.eval_group_size, cfg.temperature, f"{tag}g{k}")
                 scores = self._score(part, seqs, f"{tag}g{k}").result()
                 res = keep_groups(seqs, [s.prompt_index for s in seqs], [sc.reward if sc.ok else None for sc in scores],
                                   len(part), cfg.min_group_std)
@@ -500,6 +520,7 @@ class GRPOTrainer:
             "truncated_share": r["truncated_share"],
             "completion_len_mean": r["completion_len_mean"],
             "flagged_share": r["flagged_share"],
+            **({k: r[k] for k in ("tool_call_rate", "tool_calls_mean", "tool_error_share")} if self.tools else {}),
             **{k: v for k, v in r.items() if k.startswith("reward/")},
             "eval_time_s": time.perf_counter() - t0,
         }
@@ -631,6 +652,8 @@ class GRPOTrainer:
 
     def close(self) -> None:
         self.logger.close()
+        if self.tools is not None:
+            self.tools.close()
         if self._own_scorer:
             self.scorer.close()
 
