@@ -1,0 +1,292 @@
+"""The Ray Serve fleet (reward_server/deploy/ray.py) on a real local Ray cluster: a head with no
+CPUs to give (Serve's controller and HTTP proxy) and three one-CPU worker nodes, each its own
+raylet and processes, all on this machine (`ray.cluster_utils.Cluster`). Everything goes through
+Serve's HTTP address with our real clients: a batch scored across every replica, the trainer's
+and the integrations' one URL, a replica whose pool lost its runners taken out of routing and
+replaced, a node killed mid-batch losing nothing, and autoscaling on in-flight jobs up and down.
+
+Each node gets a TMPDIR of its own, so its replica's bwrap runners live under a directory the
+test can point at (to kill them and keep them from coming back). bwrap host; in CI (`CI=true`)
+a missing `ray` fails instead of skipping (.ci/run installs the `ray` extra).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from reward_server.local import free_port
+from tests.conftest import IN_CI
+
+if IN_CI:
+    import ray  # the ray extra is installed in CI: its absence must fail, never skip
+else:
+    ray = pytest.importorskip("ray")
+from ray import serve  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from reward_server.client import AsyncRewardClient, RewardClient  # noqa: E402
+from reward_server.deploy.ray import APP_NAME, DEPLOYMENT, NODE_HEADER, REPLICA_HEADER, FleetArgs, build_app  # noqa: E402
+
+pytestmark = pytest.mark.timeout(240)
+
+NODES = 3
+SETTINGS = {"sandbox": "bwrap", "pool_size": 1, "pool_slots": 4, "math_workers": 1, "shutdown_grace_s": 5}
+ADD_OK = "```python\ndef add(a, b):\n    return a + b\n```"
+ADD_BAD = "```python\ndef add(a, b):\n    return a - b\n```"
+# Serve's per-replica autoscaling metrics, pushed twice a second instead of every 10 s
+RAY_ENV = {"RAY_SERVE_REPLICA_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "0.5",
+           "RAY_SERVE_HANDLE_AUTOSCALING_METRIC_PUSH_INTERVAL_S": "0.5"}
+
+
+def add_item(k: int, good: bool = True, sleep_s: float = 0.0) -> dict:
+    body = f"    import time\n    time.sleep({sleep_s})\n" if sleep_s else ""
+    code = ADD_OK if good else ADD_BAD
+    code = code.replace("def add(a, b):\n", "def add(a, b):\n" + body)
+    return {"id": f"i{k}", "completion": code,
+            "task": {"type": "code", "tests": {"kind": "assert", "asserts": [f"assert add({k}, 2) == {k + 2}"]}}}
+
+
+def expected(item: dict) -> float:
+    return 1.0 if "a + b" in item["completion"] else 0.2  # a wrong answer still compiles and runs
+
+
+@dataclass
+class Fleet:
+    cluster: Any
+    nodes: list[Any]  # the worker nodes (ray._private.node.Node), index = their TMPDIR's
+    tmpdirs: list[str]
+    url: str
+    removed: set[str] = field(default_factory=set)
+
+    def node_index(self, node_id: str) -> int:
+        return next(i for i, n in enumerate(self.nodes) if n.node_id == node_id)
+
+    def deploy(self, **args: Any) -> None:
+        args.setdefault("settings", SETTINGS)
+        serve.run(build_app(FleetArgs(**args)), name=APP_NAME, route_prefix="/")
+
+    def running(self) -> int:
+        dep = serve.status().applications[APP_NAME].deployments[DEPLOYMENT]
+        return dep.replica_states.get("RUNNING", 0)
+
+
+class Recording(httpx.HTTPTransport):
+    """The client's real transport, noting which replica and node answered each request."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = super().handle_request(request)
+        self.seen.append((resp.headers.get(REPLICA_HEADER, ""), resp.headers.get(NODE_HEADER, "")))
+        return resp
+
+
+class AsyncRecording(httpx.AsyncHTTPTransport):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[float, str, str, int]] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        resp = await super().handle_async_request(request)
+        self.seen.append((time.monotonic(), resp.headers.get(REPLICA_HEADER, ""), resp.headers.get(NODE_HEADER, ""),
+                          resp.status_code))
+        return resp
+
+
+@pytest.fixture(scope="module")
+def fleet():
+    saved = {k: os.environ.get(k) for k in RAY_ENV}
+    os.environ.update(RAY_ENV)  # the raylets, and so every worker, inherit it
+    tmpdirs = [tempfile.mkdtemp(prefix=f"verireward-node{i}-") for i in range(NODES)]
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False})
+    try:
+        nodes = [cluster.add_node(num_cpus=1, env_vars={"TMPDIR": d}) for d in tmpdirs]
+        cluster.wait_for_nodes()
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="WARNING")
+        port = free_port()
+        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
+        f = Fleet(cluster, nodes, tmpdirs, f"http://127.0.0.1:{port}")
+        f.deploy(replicas="auto", health_check_period_s=0.5, health_check_timeout_s=5)
+        yield f
+    finally:
+        try:
+            serve.shutdown()
+            ray.shutdown()
+        finally:
+            cluster.shutdown()
+            for d in tmpdirs:
+                shutil.rmtree(d, ignore_errors=True)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def test_batch_scored_across_every_replica(fleet):
+    """One URL, every replica: 60 items, every reward right, answered by all three nodes; the
+    ops routes and the integrations work through Serve's proxy unchanged."""
+    items = [add_item(k, good=k % 3 != 0) for k in range(60)]
+    transport = Recording()
+    with RewardClient(fleet.url, max_batch=2, max_concurrency=6, transport=transport) as client:
+        results = client.score(items)
+    assert [r.status for r in results] == ["ok"] * 60
+    assert [r.reward for r in results] == [pytest.approx(expected(it)) for it in items]
+    nodes = {node for _, node in transport.seen}
+    assert len({rep for rep, _ in transport.seen}) == NODES and nodes == {n.node_id for n in fleet.nodes}
+
+    ready = httpx.get(fleet.url + "/readyz", timeout=30)
+    assert ready.status_code == 200 and ready.json()["pool"]["kind"] == "bwrap", ready.text
+    metrics = httpx.get(fleet.url + "/metrics", timeout=30)
+    assert metrics.status_code == 200 and "reward_server_pool_live" in metrics.text
+    assert metrics.headers[REPLICA_HEADER]
+
+    # the integrations and the trainer take the one URL
+    from reward_server.compat import verl as verl_compat
+    from reward_server.compat.trl import make_trl_reward_func
+    from trainer.rewards import HttpScorer
+
+    task = add_item(1)["task"]
+    assert make_trl_reward_func(fleet.url)(prompts=["p"] * 2, completions=[ADD_OK, ADD_BAD], task=[task] * 2) == [
+        pytest.approx(1.0), pytest.approx(0.2)]
+    assert verl_compat.compute_score("x", ADD_OK, task, server_url=fleet.url)["score"] == pytest.approx(1.0)
+    r = httpx.post(fleet.url + "/get_reward", json={"query": ["q " + ADD_OK], "prompts": ["q "],
+                                                    "labels": [json.dumps(task)]}, timeout=60)
+    assert r.status_code == 200 and r.json()["rewards"] == [pytest.approx(1.0)], r.text
+    r = httpx.post(fleet.url + "/run_code", json={"code": "print(6 * 7)", "language": "python"}, timeout=60)
+    assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "42\n", r.text
+    scorer = HttpScorer([fleet.url])
+    try:
+        got = scorer.submit([add_item(5), add_item(6, good=False)]).result(timeout=60)
+    finally:
+        scorer.close()
+    assert [x.reward for x in got] == [pytest.approx(1.0), pytest.approx(0.2)]
+
+
+def _pids_under(path: str) -> list[int]:
+    """Processes whose command line names `path` (a node's runners: mountns, bwrap, the runner)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                if path.encode() in (p / "cmdline").read_bytes():
+                    out.append(int(p.name))
+            except OSError:
+                pass
+    return out
+
+
+def test_replica_without_live_runners_gets_no_traffic(fleet):
+    """One node's sandbox breaks (its runners die and cannot start again): that replica fails
+    Serve's health check, gets no request from then on, and Serve replaces it (on the same node,
+    the only one with a CPU free), after which the node serves again."""
+    with RewardClient(fleet.url) as client:
+        client.score([add_item(0)])
+    broken = 0
+    tmp = fleet.tmpdirs[broken]
+    (root,) = [p for p in Path(tmp).iterdir() if p.name.startswith("verireward-bwrap-")]
+    shutil.rmtree(root)
+    root.write_text("")  # its pool's next runner cannot make its socket directory
+    victims = _pids_under(str(root))
+    assert victims, "no runner process found under the replica's directory"
+    for pid in victims:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    node_id = fleet.nodes[broken].node_id
+    deadline = time.monotonic() + 45
+    while fleet.running() == NODES:  # its pool notices (2 s), then 3 failed checks 0.5 s apart
+        assert time.monotonic() < deadline, "Serve never took the replica out"
+        time.sleep(0.2)
+    t_out = time.monotonic()
+    transport = Recording()
+    with RewardClient(fleet.url, max_batch=1, max_concurrency=4, transport=transport) as client:
+        results = client.score([add_item(k) for k in range(24)])
+    assert all(r.status == "ok" and r.reward == pytest.approx(1.0) for r in results)
+    assert node_id not in {node for _, node in transport.seen}, "a replica with no live runner got traffic"
+
+    while fleet.running() < NODES:  # replaced: a fresh replica, a fresh pool, the same node
+        assert time.monotonic() < t_out + 60, "Serve never replaced the replica"
+        time.sleep(0.2)
+    transport = Recording()
+    with RewardClient(fleet.url, max_batch=1, max_concurrency=4, transport=transport) as client:
+        client.score([add_item(k) for k in range(30)])
+    assert node_id in {node for _, node in transport.seen}
+
+
+def test_node_killed_mid_batch_loses_nothing(fleet):
+    """A node dies with requests in flight on its replica: every item still comes back right
+    (re-sent by the client to another replica), none as the candidate's failure."""
+    items = [add_item(k, sleep_s=0.3) for k in range(96)]
+    transport = AsyncRecording()
+
+    async def go() -> tuple[list, Any]:
+        async with AsyncRewardClient(fleet.url, max_batch=2, max_concurrency=12, transport=transport) as client:
+            task = asyncio.create_task(client.score(items))
+            while not transport.seen:
+                await asyncio.sleep(0.05)
+            victim = transport.seen[0][2]  # a node whose replica is answering now
+            await asyncio.to_thread(fleet.cluster.remove_node, fleet.nodes[fleet.node_index(victim)], False)
+            fleet.removed.add(victim)
+            return await task, client.stats
+
+    results, stats = asyncio.run(go())
+    wrong = [(it["id"], r.status, r.reward) for it, r in zip(items, results, strict=True)
+             if not (r.status == "ok" and r.reward == pytest.approx(1.0)) and not (r.status == "infra_error" and r.reward is None)]
+    assert not wrong, wrong
+    assert collections.Counter(r.status for r in results)["ok"] >= len(items) - 4  # infra_error only where retries ran out
+    assert stats.request_retries >= 1, "nothing was in flight on the killed node"
+
+
+def test_autoscaling_on_inflight_jobs(fleet):
+    """Sustained load above one replica's capacity adds a replica; quiet takes it away."""
+    alive = [n for n in fleet.nodes if n.node_id not in fleet.removed]
+    assert len(alive) >= 2
+    fleet.deploy(replicas="auto", autoscale=True, min_replicas=1, target_jobs=2, health_check_period_s=0.5,
+                 autoscaling={"upscale_delay_s": 0.5, "downscale_delay_s": 2.0, "look_back_period_s": 1.0})
+    deadline = time.monotonic() + 60
+    while fleet.running() != 1:  # the fixed fleet's extra replicas go
+        assert time.monotonic() < deadline, serve.status().applications[APP_NAME]
+        time.sleep(0.2)
+
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def load() -> None:
+        with RewardClient(fleet.url, max_batch=1, max_concurrency=8) as client:
+            while not stop.is_set():
+                res = client.score([add_item(k, sleep_s=0.5) for k in range(16)])
+                failures.extend(r.status for r in res if r.status != "ok" or r.reward != pytest.approx(1.0))
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 60
+        while fleet.running() < 2:
+            assert time.monotonic() < deadline, "no replica added under sustained load"
+            time.sleep(0.2)
+    finally:
+        stop.set()
+        worker.join(60)
+    assert not failures
+    deadline = time.monotonic() + 60
+    while fleet.running() > 1:
+        assert time.monotonic() < deadline, "the added replica never went after the load stopped"
+        time.sleep(0.2)
