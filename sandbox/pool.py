@@ -516,6 +516,7 @@ class SandboxPool:
             return
         s.runner.sessions -= 1
         if s.lock.locked():  # a call runs: hanging up ends it, and the runner cleans up at once
+            s.lost = "the session was closed"  # that call answers session_lost
             s.conn.close()
             return
         try:
