@@ -86,9 +86,8 @@ CF_ROW = {  # open-r1/codeforces, no checker: plain comparison
 CF_CHECKER = """import sys
 inp, ans, out = sys.argv[1:4]
 n = int(open(inp).read().split()[0])
-got = open(out).read().split()
-ok = sorted(got) == [str(i) for i in sorted(range(1, n + 1), key=str)] and len(got) == n
-print(1 if ok and sorted(map(int, got)) == list(range(1, n + 1)) else 0)
+got = sorted(map(int, open(out).read().split()))
+print(1 if got == list(range(1, n + 1)) else 0)
 """
 CF_PERM_ROW = {  # "print any permutation of 1..n": a checker decides
     **CF_ROW, "id": "2/B", "title": "Any permutation", "generated_checker": CF_CHECKER,
@@ -312,6 +311,11 @@ CASES = [
      fence("class Solution:\n    def maxOf(self, nums):\n        return nums[0]")),
     ("codeforces", CF_ROW, "python", fence("print(max(map(int, input().split())))"),
      fence("print(min(map(int, input().split())))")),
+    ("codeforces", CF_PERM_ROW, "python", fence("n = int(input())\nprint(*range(n, 0, -1))"),
+     fence("n = int(input())\nprint(*[1] * n)")),
+    ("codeforces", CF_PERM_ROW, "cpp",
+     fence("#include <cstdio>\nint main(){int n;scanf(\"%d\",&n);for(int i=n;i>0;i--)printf(\"%d \",i);}", "cpp"),
+     fence("#include <cstdio>\nint main(){int n;scanf(\"%d\",&n);for(int i=0;i<n;i++)printf(\"%d \",i);}", "cpp")),
     ("humaneval", HE_ROW, "python", fence("    return a + b"), fence("def add(a, b):\n    return a - b")),
     ("humaneval", HE_ROW, "python", fence("def add(a, b):\n    return b + a"), fence("    return a * b")),
     ("mbpp", MBPP_ROW, "python", fence("def sum(xs):\n    t = 0\n    for x in xs:\n        t += x * x\n    return t"),
@@ -353,6 +357,26 @@ def test_rows_of_each_format_score_honest_and_wrong_programs(url):
     by_id = {res["id"]: res for res in r.json()["results"]}
     assert by_id["0-good"]["detail"]["total"] == 4  # public, private and generated tests
     assert by_id["0-bad"]["detail"]["passed"] == 1  # 0 0 -> 0 either way
+
+
+def test_the_data_sets_own_comparison_applies(url):
+    """CodeContests' tester folds case and APPS' cascade compares tokens: a program its own
+    judge accepts is accepted from the row, and refused by the default `lines` rule."""
+    cc = {**CC_ROW, "public_tests": {"input": ["1\n"], "output": ["YES\n"]}, "private_tests": None,
+          "generated_tests": None}
+    apps = {"input_output": json.dumps({"inputs": ["1\n"], "outputs": ["1 2\n"]})}
+    items = [
+        {"id": "cc", "completion": fence("print('yes')"), "task": {"type": "dataset", "format": "codecontests", "row": cc}},
+        {"id": "cc-lines", "completion": fence("print('yes')"),
+         "task": {"tests": {"kind": "stdio", "cases": [{"stdin": "1\n", "stdout": "YES\n"}]}}},
+        {"id": "apps", "completion": fence("print('1    2')"), "task": {"type": "dataset", "format": "apps", "row": apps}},
+        {"id": "apps-lines", "completion": fence("print('1    2')"),
+         "task": {"tests": {"kind": "stdio", "cases": [{"stdin": "1\n", "stdout": "1 2\n"}]}}},
+    ]
+    r = httpx.post(url + "/v1/score", json={"items": items, "weights": {"syntax": 0, "runtime": 0, "tests": 1}},
+                   timeout=120)
+    got = {res["id"]: res["reward"] for res in r.json()["results"]}
+    assert got == {"cc": 1.0, "cc-lines": 0.0, "apps": 1.0, "apps-lines": 0.0}, r.text
 
 
 def test_a_row_that_does_not_fit_is_a_422_naming_the_field(url):
@@ -419,3 +443,13 @@ def test_time_scale_moves_the_rows_limit_and_readyz_says_it(fast_host, url):
     unscaled = httpx.post(url + "/v1/score", json=body, timeout=120).json()["results"][0]
     assert unscaled["reward"] == 1.0, unscaled
     assert scaled["reward"] == 0.0 and scaled["detail"]["tests"][0]["status"] == "timeout", scaled
+
+
+def test_a_generated_checker_that_rejects_its_own_answer_is_the_rows_error(url):
+    """open-r1's checker, adapted, is self-checked on the row's answer like any checker: one
+    that refuses it makes the item a task_error (the data set's defect), not the program's 0."""
+    row = {**CF_PERM_ROW, "generated_checker": "print(0)"}
+    item = {"completion": fence("n = int(input())\nprint(*range(1, n + 1))"),
+            "task": {"type": "dataset", "format": "codeforces", "row": row}}
+    res = httpx.post(url + "/v1/score", json={"items": [item]}, timeout=120).json()["results"][0]
+    assert res["status"] == "task_error" and res["reward"] is None, res
