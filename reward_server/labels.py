@@ -17,6 +17,7 @@ from typing import Any
 
 from reward_server import datasets, jsonsteps
 from reward_server.datasets.apps import in_outs_task as verl_in_outs_task
+from reward_server.datasets.apps import verl_task
 from reward_server.datasets.rows import plain
 
 __all__ = ["completion_text", "normal_task", "plain", "server_token", "server_url", "task_of", "verl_in_outs_task",
@@ -91,7 +92,8 @@ def task_of(label: Any, data_source: Any = None) -> Any:
     A data set's own row becomes a task by its format (`reward_server.datasets`): sent as
     `{"type": "dataset", "format", "row"}`, or as the bare row with `data_source` naming the
     data set (verl's `data_source` column, a Hub id). Our task and verl's in/outs win over the
-    routing, so a verl data set whose `data_source` is "codecontests" keeps its ground truth."""
+    routing, so a verl data set whose `data_source` is "codecontests" keeps its ground truth
+    (judged with prime_code's comparison, as verl judges it)."""
     label = normal_task(label)
     if isinstance(label, dict):
         if label.get("type") == "dataset":
@@ -99,7 +101,7 @@ def task_of(label: Any, data_source: Any = None) -> Any:
         if "type" in label or "tests" in label:
             return label
         if ("inputs" in label and "outputs" in label) or "assert_case" in label:
-            return verl_in_outs_task(label)
+            return verl_task(label, data_source)
         if (fmt := datasets.format_of(data_source)) is not None:
             return datasets.to_task(fmt, label)
         if "answer" in label:

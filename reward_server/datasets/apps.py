@@ -23,6 +23,9 @@ from typing import Any
 from reward_server.datasets.rows import RowError, code_task, json_field, need, obj
 
 FORMAT = "apps"
+# verl's default_compute_score judges these data sources' in/outs with prime_code
+# (verl/utils/reward_score/__init__.py): so do we, with its comparison
+VERL_PRIME_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "likaixin/TACO-verified")
 _SECONDS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:s|sec|secs|second|seconds)\s*$", re.I)
 _MEGABYTES = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:m|mb|mib|megabyte|megabytes)\s*$", re.I)
 
@@ -95,6 +98,15 @@ def in_outs_task(gt: dict) -> dict:
     else:
         tests = {"kind": "stdio", "cases": [{"stdin": _lines(i), "stdout": _lines(o)} for i, o in zip(inputs, outputs, strict=True)]}
     task: dict[str, Any] = {"type": "code", "language": "python", "tests": tests}
+    return task
+
+
+def verl_task(gt: dict, data_source: object = None) -> dict:
+    """verl ground truth as `in_outs_task` makes it; stdio tests of a data source verl judges
+    with prime_code get prime_code's comparison (else our default, `lines`)."""
+    task = in_outs_task(gt)
+    if data_source in VERL_PRIME_CODE_SOURCES and task["tests"]["kind"] == "stdio":
+        task["tests"]["compare"] = "prime_code"
     return task
 
 

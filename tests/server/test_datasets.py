@@ -272,9 +272,12 @@ def test_routing_by_data_source_and_dataset_tasks():
     assert datasets.format_of("openai/gsm8k") is None and datasets.format_of(None) is None
     assert task_of(json.dumps(CC_ROW), "codecontests")["tests"]["compare"] == "codecontests"  # a JSON string row
     assert task_of(CC_ROW, "openai/gsm8k") == CC_ROW  # unknown source: passed on as it is (the server names it)
-    # verl's own ground truth wins over the routing (PRIME's data_source "codecontests" with in/outs)
+    # verl's own ground truth wins over the routing (PRIME's data_source "codecontests" with in/outs),
+    # judged with prime_code's comparison as verl does for that source; other sources keep `lines`
     verl = task_of({"inputs": ["1\n"], "outputs": ["1\n"]}, "codecontests")
-    assert verl["tests"]["kind"] == "stdio" and "compare" not in verl["tests"]
+    assert verl["tests"]["kind"] == "stdio" and verl["tests"]["compare"] == "prime_code"
+    assert "compare" not in task_of({"inputs": ["1\n"], "outputs": ["1\n"]}, "my_source")["tests"]
+    assert task_of({"inputs": [[1]], "outputs": [[1]], "fn_name": "f"}, "taco")["tests"]["kind"] == "call"
     d = task_of({"type": "dataset", "format": "mbpp", "row": MBPP_ROW})
     assert d["tests"]["candidate_names"] == ["sum"]
     with pytest.raises(RowError, match="'format'"):
