@@ -16,11 +16,12 @@ SIGNAL_PROBE = "signal_probe"  # signalled or probed processes that are not its 
 MALFORMED_FRAME = "malformed_frame"  # a frame that broke the protocol (syntax, type, order)
 OVERSIZE_FRAME = "oversize_frame"  # a frame over the size bound
 SCRATCH_FULL = "scratch_full"  # filled its scratch quota (bytes or inodes)
+INTERACTOR_FAILED = "interactor_failed"  # the task's interactor broke on a test (after it built): the test failed
 CHECKER_FAILED = "checker_failed"  # its output made the task's checker fail, crash or time out (checker.py)
 
 KINDS: frozenset[str] = frozenset({
     CONTROL_CHANNEL, SHADOWED_NAME, CONTROL_FLOW_EXCEPTION, EARLY_EXIT, SIGNAL_PROBE,
-    MALFORMED_FRAME, OVERSIZE_FRAME, SCRATCH_FULL, CHECKER_FAILED,
+    MALFORMED_FRAME, OVERSIZE_FRAME, SCRATCH_FULL, CHECKER_FAILED, INTERACTOR_FAILED,
 })
 
 

@@ -17,6 +17,7 @@ from typing import Protocol
 from . import cleanup, flags, framing, languages
 from .children import Children, ClientGone, InfraFailure, OutputMeter
 from .compiled import CompiledExecRun, CompiledRun
+from .interactive import CompiledInteractiveRun, InteractiveRun
 from .relay import FunctionRun
 from .script import ExecRun, StdioRun
 from .session import SessionRun
@@ -46,13 +47,15 @@ def job_kind(msg: dict) -> type:
             return CompiledExecRun
         if not isinstance(msg.get("tests"), dict) or msg["tests"].get("kind") != "stdio":
             raise ValueError("a program in a language other than python takes stdio tests only")
-        return CompiledRun
+        return CompiledInteractiveRun if msg["tests"].get("interactor") else CompiledRun
     if msg.get("op") == "exec":
         return ExecRun
     tests = msg.get("tests")
     if not isinstance(tests, dict):
         raise ValueError("job has no tests")
-    return StdioRun if tests.get("kind") == "stdio" else FunctionRun
+    if tests.get("kind") == "stdio":
+        return InteractiveRun if tests.get("interactor") else StdioRun
+    return FunctionRun
 
 
 class Supervisor:
@@ -65,6 +68,8 @@ class Supervisor:
 
     def serve(self) -> None:
         try:
+            if self.session_slot:  # the session's interpreter forks while its client sends the open
+                self.ch.request_spawn()
             while True:
                 try:
                     msg = framing.recv_frame(self.conn)

@@ -26,6 +26,7 @@ import re
 import stat
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import cleanup, limits
@@ -259,11 +260,16 @@ def task_env(lang: Language, cwd: str) -> dict[str, str]:
 
 
 def start(ch: Children, meter: OutputMeter, argv: list[str], cwd: str, lim: Limits, stdin: str = "",
-          env: dict[str, str] | None = None) -> tuple[Candidate | None, TestClock, ScriptEnd]:
+          env: dict[str, str] | None = None,
+          on_take: Callable[[Candidate], None] | None = None) -> tuple[Candidate | None, TestClock, ScriptEnd]:
     """Start `argv` as a jailed process of the task uid, cwd `cwd` (a TaskDir's path), its output
     charged to `meter`; returns once it is in its cwd, about to exec (or (None, ...) where it did
-    not start: the ScriptEnd says why). The caller waits for it (`wait`) and ends it (`finish`)."""
+    not start: the ScriptEnd says why). The caller waits for it (`wait`) and ends it (`finish`).
+    `on_take` sees the process before it is sent anything (an interactor: its pipes become the
+    caller's relay before any byte of it is read)."""
     c = ch.take_candidate("script", meter)
+    if on_take is not None:
+        on_take(c)
     meter.start_unit()
     uid = task_uid(ch)
     clock = TestClock(lim.timeout_s, lim.wall_factor, time.monotonic(), None)
