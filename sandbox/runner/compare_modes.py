@@ -360,7 +360,8 @@ TESTLIB_MAX_TOKEN = 32 * 1024 * 1024  # InStream::maxTokenLength, bytes
 _TL_BLANKS = " \t\n\r"  # isBlanks: LF, CR, SPACE, TAB
 _C_SPACE = re.compile(r"[^ \t\n\v\f\r]+")  # std::stringstream >> string, "C" locale isspace
 _TL_DOUBLE_CHARS = re.compile(r"[0-9.eE+-]*")
-_SCANF_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+# glibc's scanf %lf: an exponent mark and its sign are taken even with no digits after ("1e+" is 1)
+_SCANF_DOUBLE = re.compile(r"(?P<m>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?:[eE][+-]?(?P<e>[0-9]*))?")
 _HUGE_INT = re.compile(r"0|-?[1-9][0-9]*")
 _TL_TOKEN = re.compile(r"[^ \t\n\r]+")
 _EOF = ""
@@ -475,16 +476,17 @@ def testlib_string_to_long(tok: str) -> int | None:
 
 def testlib_string_to_double(tok: str) -> float | None:
     """stringToDouble: only [0-9.eE+-], at least one digit, at most two '-' and two '+', one
-    '.', one 'e'; then sscanf("%lf%s") must take the whole token (no inf, nan or hex: no
-    letters but e); overflow is inf, underflow 0."""
+    '.', one 'e'; then sscanf("%lf%s") (glibc's) must take the whole token (no inf, nan or
+    hex: no letters but e; "1e" and "1e+" read as 1); overflow is inf, underflow 0."""
     if "\0" in tok or not _TL_DOUBLE_CHARS.fullmatch(tok):
         return None
     if (not any(c.isdigit() for c in tok) or tok.count("-") > 2 or tok.count("+") > 2 or tok.count(".") > 1
             or tok.count("e") + tok.count("E") > 1):
         return None
-    if not _SCANF_DOUBLE.fullmatch(tok):
+    m = _SCANF_DOUBLE.fullmatch(tok)
+    if m is None:
         return None
-    return float(tok)  # correctly rounded, as glibc's strtod is
+    return float(tok if m["e"] else m["m"])  # correctly rounded, as glibc's is
 
 
 def testlib_double_compare(expected: float, result: float, eps: float) -> bool:
