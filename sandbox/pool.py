@@ -98,12 +98,31 @@ class _Runner:
         self.in_flight = 0
         self.alive = True
         self.unanswered = 0  # health ticks in a row on which neither connection answered
-        self.sessions = 0  # its session slots taken
+        self.sessions = 0  # its session slots taken by open sessions
+        self.spare: _Conn | None = None  # a session slot's supervisor, ready for the next open
+        self.spare_task: asyncio.Task | None = None  # making the spare
 
     def drop_connections(self) -> None:
         for c in self.idle:
             c.close()
         self.idle.clear()
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+
+
+def _held(r: _Runner) -> int:
+    """A runner's session slots in use: its sessions and its spare (made or on its way)."""
+    making = r.spare_task is not None and not r.spare_task.done()
+    return r.sessions + (1 if r.spare is not None or making else 0)
+
+
+class _NoSlot(Exception):
+    """The runner answered that every slot of that kind is busy (a slot still cleaning up)."""
+
+
+def _no_slot(ev: Any) -> bool:
+    return isinstance(ev, dict) and ev.get("event") == "infra_error" and "no free slot" in str(ev.get("message", ""))
 
 
 class SandboxPool:
@@ -198,6 +217,9 @@ class SandboxPool:
         live = next((r for r in self.runners if r is not None), None)
         if live is not None:
             await self._answers(live)  # its pong says which languages the runners can run
+        for r in self.runners:
+            if r is not None:
+                self._refill(r)
         self._health = asyncio.create_task(self._health_loop())
         log.info("sandbox pool ready: host=%s runners=%d per_runner=%d", self.kind, self.size, self.per_runner)
 
@@ -411,22 +433,36 @@ class SandboxPool:
                             executes_total=c["executes"])
 
     async def open_session(self, spec: SessionSpec) -> str:
-        """A session in a free session slot of the runner holding fewest (SessionsFull: none)."""
+        """A session in a session slot of the runner holding fewest, on its spare connection
+        where it has one (a supervisor and an interpreter forked ahead: an open then costs the
+        interpreter's load only). SessionsFull: every slot is taken."""
         self._check_runtime(spec.runtime)
         if self._closed:
             raise InfraError("pool is closed")
         msg = {"op": "session", "memory_mb": spec.memory_mb, "nproc": spec.nproc, "cpu_budget_s": spec.cpu_budget_s,
                "files": [f.model_dump() for f in spec.files]}
+        slots = self.host.session_slots
         tried: set[int] = set()
         while True:
-            free = [r for r in self.runners if r is not None and r.alive and r.sessions < self.host.session_slots
-                    and id(r) not in tried]
-            if not free:
-                raise SessionsFull(f"all {self.session_capacity} session slots are taken")
-            r = min(free, key=lambda x: x.sessions)
+            alive = [r for r in self.runners if r is not None and r.alive and id(r) not in tried]
+            usable = [r for r in alive if r.spare is not None or _held(r) < slots]
+            if not usable:
+                pending = [r.spare_task for r in alive if r.spare_task is not None and not r.spare_task.done()
+                           and r.sessions < slots]
+                if not pending:
+                    raise SessionsFull(f"all {self.session_capacity} session slots are taken")
+                await asyncio.wait(pending, timeout=SESSION_START_S)  # a spare on its way holds the last slot
+                continue
+            r = min(usable, key=lambda x: (x.spare is None, x.sessions))
             r.sessions += 1
+            spare, r.spare = r.spare, None
             try:
-                conn = await _within(self._open_on(r, msg), SESSION_START_S)
+                conn = None
+                if spare is not None:
+                    with contextlib.suppress(RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+                        conn = await _within(self._start_on(spare, msg), SESSION_START_S)
+                if conn is None:  # no spare, or a stale one (its runner was replaced): a fresh connection
+                    conn = await _within(self._open_on(r, msg), SESSION_START_S)
                 break
             except SessionsFull:
                 r.sessions -= 1
@@ -438,33 +474,76 @@ class SandboxPool:
             except BaseException:
                 r.sessions -= 1
                 raise
+            finally:
+                self._refill(r)
         key = secrets.token_hex(16)
         self.sessions[key] = _Session(r, conn, spec)
         self.session_counts["opened"] += 1
         return key
 
+    async def _start_on(self, conn: _Conn, msg: dict) -> _Conn:
+        """Open the session on a connection to a session slot: `conn` once its interpreter is
+        ready (the connection is closed on any other answer)."""
+        try:
+            await conn.send(msg)
+            ev = await conn.recv()
+        except BaseException:
+            conn.close()
+            raise
+        kind = ev.get("event") if isinstance(ev, dict) else None
+        if kind == "session_ready":
+            return conn
+        conn.close()
+        if kind == "session_error":
+            raise ValueError(f"session not opened: {ev.get('message', '')}")
+        if _no_slot(ev):
+            raise _NoSlot()
+        raise RunnerLost(str(ev.get("message", kind)) if isinstance(ev, dict) else "bad answer")
+
     async def _open_on(self, r: _Runner, msg: dict) -> _Conn:
-        """A connection whose supervisor holds a ready session. A runner whose slots are all still
-        cleaning up after closed sessions is asked again for a moment, then SessionsFull."""
+        """A fresh connection whose supervisor holds a ready session. A runner whose slots are all
+        still cleaning up after closed sessions is asked again for a moment, then SessionsFull."""
         for attempt in range(40):
             reader, writer = await asyncio.open_unix_connection(session_socket(r.handle.socket_path), limit=MAX_FRAME)
-            conn = _Conn(reader, writer)
             try:
-                await conn.send(msg)
-                ev = await conn.recv()
-            except BaseException:
-                conn.close()
-                raise
-            kind = ev.get("event") if isinstance(ev, dict) else None
-            if kind == "session_ready":
-                return conn
-            conn.close()
-            if kind == "session_error":
-                raise ValueError(f"session not opened: {ev.get('message', '')}")
-            if kind != "infra_error" or "no free slot" not in str(ev.get("message", "")):
-                raise RunnerLost(str(ev.get("message", kind)) if isinstance(ev, dict) else "bad answer")
-            await asyncio.sleep(0.01 * (attempt + 1))
+                return await self._start_on(_Conn(reader, writer), msg)
+            except _NoSlot:
+                await asyncio.sleep(0.01 * (attempt + 1))
         raise SessionsFull(f"runner {r.handle.ident} has no free session slot")
+
+    def _refill(self, r: _Runner) -> None:
+        """Give `r` a spare session connection (made in the background) where a slot is free for it."""
+        if (self._closed or not r.alive or r.spare is not None or r.sessions + 1 > self.host.session_slots
+                or (r.spare_task is not None and not r.spare_task.done())):
+            return
+        task = r.spare_task = asyncio.create_task(self._make_spare(r))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _make_spare(self, r: _Runner) -> None:
+        for attempt in range(20):
+            if self._closed or not r.alive:
+                return
+            conn = None
+            try:
+                reader, writer = await asyncio.open_unix_connection(session_socket(r.handle.socket_path),
+                                                                    limit=MAX_FRAME)
+                conn = _Conn(reader, writer)
+                ev = await framing.ping(reader, writer, self.health_timeout)
+            except Exception:  # noqa: BLE001 - no spare: an open makes its own connection
+                if conn is not None:
+                    conn.close()
+                return
+            if isinstance(ev, dict) and ev.get("event") == "pong":
+                if self._closed or not r.alive or r.spare is not None or r.sessions + 1 > self.host.session_slots:
+                    conn.close()
+                else:
+                    r.spare = conn
+                return
+            conn.close()
+            if not _no_slot(ev):
+                return
+            await asyncio.sleep(0.02 * (attempt + 1))  # its slots are still cleaning up after closed sessions
 
     def _session(self, key: str) -> _Session:
         s = self.sessions.get(key)
@@ -506,6 +585,7 @@ class SandboxPool:
             s.conn.close()
             s.runner.sessions -= 1
             self.session_counts["lost"] += 1
+            self._refill(s.runner)
 
     async def close_session(self, key: str) -> None:
         s = self.sessions.pop(key, None)
@@ -526,6 +606,7 @@ class SandboxPool:
             pass
         finally:
             s.conn.close()
+            self._refill(s.runner)
 
     def session_program(self, key: str) -> str:
         s = self._session(key)
@@ -581,6 +662,7 @@ class SandboxPool:
             else:
                 return
             self.runners[idx] = _Runner(handle)
+            self._refill(self.runners[idx])
             self.restarts += 1
             log.info("runner %d replaced by %s", idx, handle.ident)
             assert self._cond is not None

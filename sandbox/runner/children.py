@@ -181,7 +181,10 @@ class Children:
         # one scratch path per slot, made afresh for each job: the spawner sets HOME, TMPDIR
         # and sys.path to it once, instead of every candidate doing it
         self.scratch = os.path.join(cfg["scratch_base"], f"s{slot}")
-        self.spawner_pid, self.p_sock = spawner.fork_spawner(self.scratch, cfg.get("hide_prefix", "\0"))
+        # a session slot's spawner forks one candidate per connection: no warm-up of the call path
+        session = slot >= int(cfg.get("job_slots", 1 << 30))
+        self.spawner_pid, self.p_sock = spawner.fork_spawner(self.scratch, cfg.get("hide_prefix", "\0"),
+                                                             warm=not session)
         self.p_sock.setblocking(False)
         self.sel.register(self.p_sock, READ, ("p", None))
         self.exits: dict[int, dict] = {}  # pid -> the kernel's word on how it ended

@@ -31,10 +31,11 @@ PIPE_BYTES = 4096
 SPAWN = b"spawn"
 
 
-def fork_spawner(scratch: str | None = None, hide_prefix: str = "\0") -> tuple[int, socket.socket]:
+def fork_spawner(scratch: str | None = None, hide_prefix: str = "\0", warm: bool = True) -> tuple[int, socket.socket]:
     """Fork the spawner; returns (pid, the supervisor's end of a SEQPACKET socket). Its
     candidates start with HOME, TMPDIR and sys.path set to `scratch`, the one scratch path
-    their jobs will use."""
+    their jobs will use. `warm`: run the function-call path once first (candidate.warm_up), for
+    spawners that fork many candidates; a session slot's forks one."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -42,7 +43,7 @@ def fork_spawner(scratch: str | None = None, hide_prefix: str = "\0") -> tuple[i
         code = 0
         try:
             limits.set_process_name("vr-spawner")
-            _Spawner(theirs, scratch, hide_prefix).serve()
+            _Spawner(theirs, scratch, hide_prefix, warm).serve()
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
@@ -71,8 +72,9 @@ def _pidfd_open(pid: int) -> int:
 
 
 class _Spawner:
-    def __init__(self, sock: socket.socket, scratch: str | None, hide_prefix: str) -> None:
+    def __init__(self, sock: socket.socket, scratch: str | None, hide_prefix: str, warm: bool = True) -> None:
         self.sock = sock
+        self.warm = warm
         self.scratch = scratch
         self.hide_prefix = hide_prefix
         self.fd = sock.fileno()
@@ -92,7 +94,8 @@ class _Spawner:
         seccomp.enter()
         writable = [os.path.dirname(self.scratch)] if self.scratch else ["/"]
         seccomp.make_ruleset([*writable, "/dev", cgroup.JOB_CGROUP_DIR])
-        candidate.warm_up()  # every candidate inherits the call path's code warm (candidate.warm_up)
+        if self.warm:
+            candidate.warm_up()  # every candidate inherits the call path's code warm (candidate.warm_up)
         gc.collect()
         gc.freeze()
         probe = _pidfd_open(os.getpid())
