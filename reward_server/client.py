@@ -16,6 +16,13 @@ once (they will not get better). Within an answered batch only the items that ca
 Results come back in item order. Tasks may come as `datasets` and pandas hand them over
 (numpy values, nulls for keys a row does not have). The retry decision is `_Core._decide`, written once; the
 sync and async clients only do IO around it.
+
+Sessions (`/v1/sessions`, docs/SESSIONS.md): `open_session` picks the least busy server and the
+session id it answers names that server (`<server id>.<hex>`), so `execute`, `score_session`,
+`session`, `close_session` go back to it from any client given the same base URLs (a server id
+not seen yet is looked up on each server's /readyz). An execute or a score is never sent twice
+unless the server said nothing ran (429, 503) or the connection never opened: running a cell
+twice would change the session's state. `close_session` of an ended session is no error.
 """
 
 from __future__ import annotations
@@ -33,10 +40,11 @@ import httpx
 
 from reward_server.labels import normal_task, plain
 from reward_server.schemas import CodeDetail, ExtractOptions, ScoreItem, ScoreResult
+from reward_server.sessions.models import SessionCreated, SessionExecResult, SessionInfo, server_of
 from reward_server.settings import Weights
 
 __all__ = ["AsyncRewardClient", "ClientStats", "CodeDetail", "RewardClient", "RewardServerError", "ScoreItem",
-           "ScoreResult"]
+           "ScoreResult", "SessionCreated", "SessionExecResult", "SessionInfo"]
 
 RETRY_STATUS = {408, 429, 500, 502, 503, 504}
 _BUG_RETRIES = 1  # a 500 is the server's bug: tried once more (it may be a proxy's hiccup), not max_retries times
@@ -120,6 +128,7 @@ class _Core:
         self._cool_until = dict.fromkeys(urls, 0.0)
         self._rr = 0
         self._lock = threading.Lock()
+        self._session_urls: dict[str, str] = {}  # a server's session id prefix -> its base URL
 
     def _pick(self, avoid: str | None = None) -> tuple[str, float]:
         """(url, seconds to wait first): the least busy server not cooling down."""
@@ -188,6 +197,45 @@ class _Core:
         with self._lock:
             self.stats.request_retries += 1
         return _Decision("retry", delay, err)
+
+    def _session_decide(self, attempt: int, url: str, resp: httpx.Response | None, exc: Exception | None,
+                        once: bool) -> _Decision:
+        """`_decide` for session calls; with `once` (an execute, a score, a create: not safe to run
+        twice) only what certainly did not run is retried: a 429 or 503 answer, a connection that
+        never opened."""
+        if not once:
+            return self._decide(attempt, url, resp, exc)
+        if resp is not None and resp.status_code in (429, 503):
+            return self._decide(attempt, url, resp, exc)
+        if exc is not None and isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            return self._decide(attempt, url, resp, exc)
+        with self._lock:
+            self.stats.requests += 1
+        if resp is not None and resp.status_code == 200:
+            return _Decision("done")
+        err = self._error(resp) if resp is not None else RewardServerError(f"{url}: {type(exc).__name__}: {exc}")
+        return _Decision("fail", error=err)
+
+    def _remember(self, created: SessionCreated, url: str) -> None:
+        with self._lock:
+            self._session_urls[created.server_id] = url
+
+    def _session_url(self, session_id: str) -> str | None:
+        """The base URL of the server that holds `session_id` (None: its server id is not known yet)."""
+        if len(self.urls) == 1:
+            return self.urls[0]
+        with self._lock:
+            return self._session_urls.get(server_of(session_id))
+
+    def _learn(self, url: str, readyz: Any) -> None:
+        sid = readyz.get("sessions", {}).get("server_id") if isinstance(readyz, dict) else None
+        if isinstance(sid, str):
+            with self._lock:
+                self._session_urls[sid] = url
+
+    @staticmethod
+    def _session_body(**fields: Any) -> dict[str, Any]:
+        return {k: v for k, v in fields.items() if v is not None}
 
     def _failed(self, results: list[ScoreResult]) -> list[int]:
         """Indices of items worth sending again: the sandbox failed on them (infra_error). A
@@ -319,6 +367,112 @@ class AsyncRewardClient(_Core):
         return results
 
 
+    # ------------------------------------------------------------------ sessions
+    async def _session_call(self, method: str, path: str, body: dict | None, url: str | None, once: bool,
+                            params: Any = None) -> httpx.Response:
+        """One session request with the session retry policy; `url` None: the least busy server
+        (a create). A 404 is returned, not raised (the caller knows what it means)."""
+        avoid = None
+        for attempt in range(self.max_retries + 1):
+            target, wait = (url, 0.0) if url is not None else self._pick(avoid)
+            resp = exc = None
+            try:
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                try:
+                    resp = await self._http.request(method, target + path, json=body, params=params)
+                except httpx.TransportError as e:
+                    exc = e
+            finally:
+                if url is None:
+                    self._done(target)
+            if resp is not None and resp.status_code == 404:
+                return resp
+            d = self._session_decide(attempt, target, resp, exc, once)
+            if d.action == "done":
+                return resp
+            if d.action == "fail":
+                raise d.error
+            avoid = target
+            if url is not None:
+                await asyncio.sleep(d.delay)
+        raise RewardServerError("retries exhausted")
+
+    async def _server_of(self, session_id: str) -> str:
+        url = self._session_url(session_id)
+        if url is None:
+            for u in self.urls:
+                try:
+                    self._learn(u, (await self._http.get(u + "/readyz")).json())
+                except (httpx.HTTPError, ValueError):
+                    continue
+            url = self._session_url(session_id)
+        if url is None:
+            raise RewardServerError(f"no server of {self.urls} holds session {session_id!r}", 404)
+        return url
+
+    async def open_session(self, language: str = "python", *, runtime: str | None = None,
+                           memory_mb: int | None = None, idle_timeout_s: float | None = None,
+                           ttl_s: float | None = None, cpu_budget_s: float | None = None,
+                           files: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> SessionCreated:
+        """A new session on the least busy server (`files`: path -> base64)."""
+        body = self._session_body(language=language, runtime=runtime, memory_mb=memory_mb,
+                                  idle_timeout_s=idle_timeout_s, ttl_s=ttl_s, cpu_budget_s=cpu_budget_s, files=files,
+                                  labels=labels)
+        resp = await self._session_call("POST", "/v1/sessions", body, None, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        created = SessionCreated.model_validate(resp.json())
+        self._remember(created, str(resp.request.url).rsplit("/v1/sessions", 1)[0])
+        return created
+
+    async def execute(self, session_id: str, code: str, timeout_s: float | None = None,
+                      stdin: str | None = None) -> SessionExecResult:
+        """Run `code` in the session (its status says ok, error, timeout or session_lost)."""
+        url = await self._server_of(session_id)
+        body = self._session_body(code=code, timeout_s=timeout_s, stdin=stdin)
+        resp = await self._session_call("POST", f"/v1/sessions/{session_id}/execute", body, url, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return SessionExecResult.model_validate(resp.json())
+
+    async def score_session(self, session_id: str, task: dict, weights: Weights | dict | None = None) -> ScoreResult:
+        """Grade what the session built with a code task, as /v1/score grades a completion."""
+        url = await self._server_of(session_id)
+        body = self._session_body(task=normal_task(plain(task)), weights=_opt_json(weights))
+        resp = await self._session_call("POST", f"/v1/sessions/{session_id}/score", body, url, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return ScoreResult.model_validate(resp.json())
+
+    async def session(self, session_id: str) -> SessionInfo:
+        url = await self._server_of(session_id)
+        resp = await self._session_call("GET", f"/v1/sessions/{session_id}", None, url, once=False)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return SessionInfo.model_validate(resp.json())
+
+    async def sessions(self, labels: dict[str, str] | None = None) -> list[SessionInfo]:
+        """Every server's sessions that carry all of `labels` (to sweep orphans)."""
+        params = [("label", f"{k}={v}") for k, v in (labels or {}).items()]
+        out: list[SessionInfo] = []
+        for u in self.urls:
+            resp = await self._session_call("GET", "/v1/sessions", None, u, once=False, params=params)
+            if resp.status_code != 200:
+                raise self._error(resp)
+            out.extend(SessionInfo.model_validate(x) for x in resp.json()["sessions"])
+        return out
+
+    async def close_session(self, session_id: str) -> bool:
+        """End the session; False when it had already ended (or is unknown): no error."""
+        try:
+            url = await self._server_of(session_id)
+        except RewardServerError:
+            return False
+        resp = await self._session_call("DELETE", f"/v1/sessions/{session_id}", None, url, once=False)
+        return resp.status_code == 200 and bool(resp.json().get("deleted"))
+
+
 class RewardClient(_Core):
     """The synchronous client: same behaviour, chunks sent from a small thread pool."""
 
@@ -405,3 +559,108 @@ class RewardClient(_Core):
             again = self._post("/v1/score", self._body([chunk[i] for i in pending], weights, extract, queue_timeout_s), len(pending))
             pending = self._merge(results, pending, again)
         return results
+
+    # ------------------------------------------------------------------ sessions
+    def _session_call(self, method: str, path: str, body: dict | None, url: str | None, once: bool,
+                            params: Any = None) -> httpx.Response:
+        """One session request with the session retry policy; `url` None: the least busy server
+        (a create). A 404 is returned, not raised (the caller knows what it means)."""
+        avoid = None
+        for attempt in range(self.max_retries + 1):
+            target, wait = (url, 0.0) if url is not None else self._pick(avoid)
+            resp = exc = None
+            try:
+                if wait > 0:
+                    time.sleep(wait)
+                try:
+                    resp = self._http.request(method, target + path, json=body, params=params)
+                except httpx.TransportError as e:
+                    exc = e
+            finally:
+                if url is None:
+                    self._done(target)
+            if resp is not None and resp.status_code == 404:
+                return resp
+            d = self._session_decide(attempt, target, resp, exc, once)
+            if d.action == "done":
+                return resp
+            if d.action == "fail":
+                raise d.error
+            avoid = target
+            if url is not None:
+                time.sleep(d.delay)
+        raise RewardServerError("retries exhausted")
+
+    def _server_of(self, session_id: str) -> str:
+        url = self._session_url(session_id)
+        if url is None:
+            for u in self.urls:
+                try:
+                    self._learn(u, (self._http.get(u + "/readyz")).json())
+                except (httpx.HTTPError, ValueError):
+                    continue
+            url = self._session_url(session_id)
+        if url is None:
+            raise RewardServerError(f"no server of {self.urls} holds session {session_id!r}", 404)
+        return url
+
+    def open_session(self, language: str = "python", *, runtime: str | None = None,
+                           memory_mb: int | None = None, idle_timeout_s: float | None = None,
+                           ttl_s: float | None = None, cpu_budget_s: float | None = None,
+                           files: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> SessionCreated:
+        """A new session on the least busy server (`files`: path -> base64)."""
+        body = self._session_body(language=language, runtime=runtime, memory_mb=memory_mb,
+                                  idle_timeout_s=idle_timeout_s, ttl_s=ttl_s, cpu_budget_s=cpu_budget_s, files=files,
+                                  labels=labels)
+        resp = self._session_call("POST", "/v1/sessions", body, None, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        created = SessionCreated.model_validate(resp.json())
+        self._remember(created, str(resp.request.url).rsplit("/v1/sessions", 1)[0])
+        return created
+
+    def execute(self, session_id: str, code: str, timeout_s: float | None = None,
+                      stdin: str | None = None) -> SessionExecResult:
+        """Run `code` in the session (its status says ok, error, timeout or session_lost)."""
+        url = self._server_of(session_id)
+        body = self._session_body(code=code, timeout_s=timeout_s, stdin=stdin)
+        resp = self._session_call("POST", f"/v1/sessions/{session_id}/execute", body, url, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return SessionExecResult.model_validate(resp.json())
+
+    def score_session(self, session_id: str, task: dict, weights: Weights | dict | None = None) -> ScoreResult:
+        """Grade what the session built with a code task, as /v1/score grades a completion."""
+        url = self._server_of(session_id)
+        body = self._session_body(task=normal_task(plain(task)), weights=_opt_json(weights))
+        resp = self._session_call("POST", f"/v1/sessions/{session_id}/score", body, url, once=True)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return ScoreResult.model_validate(resp.json())
+
+    def session(self, session_id: str) -> SessionInfo:
+        url = self._server_of(session_id)
+        resp = self._session_call("GET", f"/v1/sessions/{session_id}", None, url, once=False)
+        if resp.status_code != 200:
+            raise self._error(resp)
+        return SessionInfo.model_validate(resp.json())
+
+    def sessions(self, labels: dict[str, str] | None = None) -> list[SessionInfo]:
+        """Every server's sessions that carry all of `labels` (to sweep orphans)."""
+        params = [("label", f"{k}={v}") for k, v in (labels or {}).items()]
+        out: list[SessionInfo] = []
+        for u in self.urls:
+            resp = self._session_call("GET", "/v1/sessions", None, u, once=False, params=params)
+            if resp.status_code != 200:
+                raise self._error(resp)
+            out.extend(SessionInfo.model_validate(x) for x in resp.json()["sessions"])
+        return out
+
+    def close_session(self, session_id: str) -> bool:
+        """End the session; False when it had already ended (or is unknown): no error."""
+        try:
+            url = self._server_of(session_id)
+        except RewardServerError:
+            return False
+        resp = self._session_call("DELETE", f"/v1/sessions/{session_id}", None, url, once=False)
+        return resp.status_code == 200 and bool(resp.json().get("deleted"))

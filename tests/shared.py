@@ -12,6 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+# a server that holds enough sessions for the session suites (/v1/sessions): ask
+# `shared_servers.get(sandbox=kind, **SESSION_SERVER)` to share it
+SESSION_SERVER: dict[str, Any] = {"max_sessions": 24}
+
 
 def key(**options: Any) -> str:
     """One string per option set (nested dicts such as sandbox_options included)."""
