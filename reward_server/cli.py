@@ -118,5 +118,65 @@ def settings() -> None:
     typer.echo(json.dumps(d, indent=2))
 
 
+ray_cli = typer.Typer(add_completion=False, no_args_is_help=True,
+                      help="A scoring fleet on a Ray cluster with Ray Serve (the `ray` extra; docs/DEPLOY.md).")
+app.add_typer(ray_cli, name="ray")
+
+
+def _json_pairs(pairs: list[str]) -> dict[str, object]:
+    """KEY=VALUE flags as a dict, each value JSON where it parses, else the string."""
+    out: dict[str, object] = {}
+    for kv in pairs:
+        k, _, v = kv.partition("=")
+        try:
+            out[k] = json.loads(v)
+        except json.JSONDecodeError:
+            out[k] = v
+    return out
+
+
+def _fleet():
+    try:
+        from reward_server.deploy import ray as fleet  # noqa: PLC0415
+    except ImportError as e:
+        raise typer.BadParameter(f"needs the ray extra (pip install 'verireward[ray]'): {e}") from None
+    return fleet
+
+
+@ray_cli.command("up")
+def ray_up(
+    address: str = typer.Option("auto", help="the Ray cluster: auto (the one this node is in), HOST:6379 or ray://HOST:10001"),
+    replicas: str = typer.Option("auto", help="a number, or auto: one per alive node with --cpus-per-replica CPUs"),
+    autoscale: bool = typer.Option(False, "--autoscale", help="let Serve scale between --min-replicas and --replicas on in-flight jobs"),
+    min_replicas: int = typer.Option(1, help="--autoscale: the fewest replicas kept"),
+    cpus_per_replica: float = typer.Option(1.0, help="Ray CPUs a replica reserves on its node"),
+    host: str = typer.Option("0.0.0.0", help="bind address of Serve's HTTP proxies"),
+    port: int = typer.Option(8000, help="port of Serve's HTTP proxies"),
+    proxy_location: str = typer.Option("EveryNode", help="EveryNode (a proxy on each node) or HeadOnly"),
+    sandbox: str | None = typer.Option(None, help="sandbox host on every node: auto (docker where an engine and the image answer, else bwrap) | bwrap | docker"),
+    setting: list[str] = typer.Option([], "--setting", help="a reward-server setting for every replica, KEY=VALUE (JSON value), repeatable"),
+    option: list[str] = typer.Option([], "--option", help="another build_app argument, KEY=VALUE (JSON value), e.g. health_check_period_s=1, repeatable"),
+) -> None:
+    """Deploy (or update) the fleet; prints Serve's URL, the one URL clients need."""
+    fleet = _fleet()
+    settings_ = _json_pairs(setting)
+    if sandbox is not None:
+        settings_["sandbox"] = sandbox
+    args = {"replicas": replicas if replicas == "auto" else int(replicas), "autoscale": autoscale,
+            "min_replicas": min_replicas, "cpus_per_replica": cpus_per_replica, "settings": settings_,
+            **_json_pairs(option)}
+    try:
+        fleet_args = fleet.FleetArgs.model_validate(args)
+    except ValidationError as e:
+        raise typer.BadParameter(str(e)) from None
+    typer.echo(fleet.up(fleet_args, address=address, host=host, port=port, proxy_location=proxy_location))
+
+
+@ray_cli.command("down")
+def ray_down(address: str = typer.Option("auto", help="the Ray cluster, as for `ray up`")) -> None:
+    """Delete the fleet's application (Serve and other applications stay)."""
+    _fleet().down(address)
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

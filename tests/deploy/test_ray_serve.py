@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import importlib
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from reward_server.local import free_port
 from tests.conftest import IN_CI
@@ -37,12 +39,17 @@ else:
     ray = pytest.importorskip("ray")
 from ray import serve  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
+from ray.serve._private.api import call_user_app_builder_with_args_if_necessary  # noqa: E402
+from ray.serve.schema import ServeDeploySchema  # noqa: E402
+from typer.testing import CliRunner  # noqa: E402
 
+from reward_server import cli  # noqa: E402
 from reward_server.client import AsyncRewardClient, RewardClient  # noqa: E402
 from reward_server.deploy.ray import APP_NAME, DEPLOYMENT, NODE_HEADER, REPLICA_HEADER, FleetArgs, build_app  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
+ROOT = Path(__file__).resolve().parents[2]
 NODES = 3
 SETTINGS = {"sandbox": "bwrap", "pool_size": 1, "pool_slots": 4, "math_workers": 1, "shutdown_grace_s": 5}
 ADD_OK = "```python\ndef add(a, b):\n    return a + b\n```"
@@ -119,11 +126,15 @@ def fleet():
         nodes = [cluster.add_node(num_cpus=1, env_vars={"TMPDIR": d}) for d in tmpdirs]
         cluster.wait_for_nodes()
         ray.init(address=cluster.address, log_to_driver=False, logging_level="WARNING")
-        port = free_port()
-        serve.start(proxy_location="HeadOnly", http_options={"host": "127.0.0.1", "port": port})
-        f = Fleet(cluster, nodes, tmpdirs, f"http://127.0.0.1:{port}")
-        f.deploy(replicas="auto", health_check_period_s=0.5, health_check_timeout_s=5)
-        yield f
+        up = ["ray", "up", "--address", cluster.address, "--host", "127.0.0.1", "--port", str(free_port()),
+              "--proxy-location", "HeadOnly", "--replicas", "auto", "--sandbox", "bwrap",
+              *[f"--setting={k}={json.dumps(v)}" for k, v in SETTINGS.items() if k != "sandbox"],
+              "--option", "health_check_period_s=0.5", "--option", "health_check_timeout_s=5"]
+        res = CliRunner().invoke(cli.app, up)
+        assert res.exit_code == 0, res.output
+        yield Fleet(cluster, nodes, tmpdirs, res.output.strip().splitlines()[-1])
+        res = CliRunner().invoke(cli.app, ["ray", "down", "--address", cluster.address])
+        assert res.exit_code == 0 and APP_NAME not in serve.status().applications, res.output
     finally:
         try:
             serve.shutdown()
@@ -177,6 +188,20 @@ def test_batch_scored_across_every_replica(fleet):
     finally:
         scorer.close()
     assert [x.reward for x in got] == [pytest.approx(1.0), pytest.approx(0.2)]
+
+
+def test_serve_config_file_builds_the_fleet(fleet):
+    """deploy/ray/serve.yaml passes Serve's own schema, and its builder and args give the fleet
+    this cluster can hold: one replica per node at most, autoscaling on our in-flight jobs."""
+    cfg = ServeDeploySchema.model_validate(yaml.safe_load((ROOT / "deploy/ray/serve.yaml").read_text()))
+    (app_cfg,) = cfg.applications
+    module, _, attr = app_cfg.import_path.partition(":")
+    builder = getattr(importlib.import_module(module), attr)
+    dep = call_user_app_builder_with_args_if_necessary(builder, app_cfg.args)._bound_deployment
+    auto = dep._deployment_config.autoscaling_config
+    assert dep._replica_config.max_replicas_per_node == 1 and auto.max_replicas == NODES - len(fleet.removed)
+    assert auto.policy.policy_function == "reward_server.deploy.ray:inflight_jobs_policy"
+    assert auto.target_ongoing_requests == 4  # one node's pool: 4 x its one CPU
 
 
 def _pids_under(path: str) -> list[int]:
