@@ -4,7 +4,7 @@
 bubblewrap; everything else here runs in the server's process, in floors that import only
 downward: `runtimes/table.py` (runtime records) and `jobs.py` (the job models), `hosts/` (where
 runners run, `make_host`), `api.py` (`JobRunner`, the one interface the server holds),
-`pool.py` (one pool), `router.py` (a pool per runtime, above the pool). Imports are lazy so
+`sessions.py` (the session models), `pool.py` (one pool), `router.py` (a pool per runtime, above the pool). Imports are lazy so
 that `python -m sandbox.runner` never pulls in pydantic or docker.
 """
 
@@ -26,9 +26,15 @@ __all__ = [
     "PoolStats",
     "RuntimePools",
     "SandboxPool",
+    "SessionExec",
+    "SessionExecResult",
+    "SessionRunner",
+    "SessionSpec",
+    "SessionsFull",
     "StdioTests",
     "TaskError",
     "TestResult",
+    "UnknownSession",
     "make_pool",
 ]
 
@@ -37,13 +43,27 @@ _LAZY = {
     "JobRunner": "sandbox.api",
     "PoolStats": "sandbox.api",
     "TaskError": "sandbox.api",
+    "SessionRunner": "sandbox.api",
+    "SessionsFull": "sandbox.api",
+    "UnknownSession": "sandbox.api",
+    "SessionExec": "sandbox.sessions",
+    "SessionExecResult": "sandbox.sessions",
+    "SessionSpec": "sandbox.sessions",
     "SandboxPool": "sandbox.pool",
     "make_pool": "sandbox.pool",
     "RuntimePools": "sandbox.router",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sandbox.api import InfraError, JobRunner, PoolStats, TaskError  # noqa: F401
+    from sandbox.api import (  # noqa: F401
+        InfraError,
+        JobRunner,
+        PoolStats,
+        SessionRunner,
+        SessionsFull,
+        TaskError,
+        UnknownSession,
+    )
     from sandbox.jobs import (  # noqa: F401
         AssertCheckTests,
         AssertListTests,
@@ -58,6 +78,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from sandbox.pool import SandboxPool, make_pool  # noqa: F401
     from sandbox.router import RuntimePools  # noqa: F401
+    from sandbox.sessions import SessionExec, SessionExecResult, SessionSpec  # noqa: F401
 
 
 def __getattr__(name: str) -> Any:

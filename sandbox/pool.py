@@ -34,7 +34,7 @@ from sandbox.jobs import (
     refusal,
     run_message,
 )
-from sandbox.runner import framing, languages, units
+from sandbox.runner import framing, languages, uidlease, units
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.cpus import allowed_cpus
 from sandbox.runner.framing import MAX_FRAME
@@ -569,6 +569,8 @@ class SandboxPool:
             except (RunnerLost, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError, ValueError) as exc:
                 res = SessionExecResult(status="session_lost", message=f"the session's runner was lost: {exc}"[:500],
                                         cpu_total_s=s.cpu_total_s)
+                if not s.lost and not await self._answers(r):
+                    self._mark_dead(r)  # replaced now, not at the next health tick
             finally:
                 await self._release(r)
             s.cpu_total_s = res.cpu_total_s
@@ -847,6 +849,10 @@ def make_pool(kind: HostKind = "auto", size: int | None = None, per_runner: int 
         per_runner = per_runner_given or 4
     if kind != "socketdir" and max_sessions > 0:
         host_options.setdefault("session_slots", -(-max_sessions // size))  # spread over the runners
+        most = uidlease.BLOCK // 2 - (per_runner + 3)  # a runner's uid block: 2 uids a slot (make_host: +3 job slots)
+        if host_options["session_slots"] > most:
+            raise ValueError(f"max_sessions={max_sessions} over {size} runners is {host_options['session_slots']} "
+                             f"session slots a runner; at most {most}: raise size or lower max_sessions")
     host = make_host(kind, per_runner=per_runner, job_memory_mb=job_memory_mb, **host_options)
     if pin_cpus is None:
         pin_cpus = kind != "socketdir"

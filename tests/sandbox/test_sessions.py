@@ -221,3 +221,29 @@ async def test_a_pool_stop_ends_every_session(kind):
         await p.close()
     for u in uids:
         assert await gone(u, 5) == [], u
+
+
+@pytest.mark.parametrize("kind", kind_params())
+async def test_a_dead_runner_loses_its_sessions_and_is_replaced(kind):
+    p = make_pool(kind, size=1, per_runner=1, max_sessions=2)
+    await p.start()
+    try:
+        key = await p.open_session(SessionSpec())
+        assert (await p.session_execute(key, SessionExec(code="1"))).result == "1"
+        await p.host.stop_runner(p.handles()[0])
+        r = await p.session_execute(key, SessionExec(code="1"))
+        assert r.status == "session_lost" and "runner" in r.message, r  # the client replays or restarts
+        assert (await p.session_execute(key, SessionExec(code="1"))).status == "session_lost"
+        await p.close_session(key)
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                key = await p.open_session(SessionSpec())
+                break
+            except Exception:  # noqa: BLE001 - InfraError or SessionsFull until the replacement answers
+                assert time.monotonic() < deadline, "no runner replaced the dead one"
+                await asyncio.sleep(0.2)
+        assert (await p.session_execute(key, SessionExec(code="2 + 2"))).result == "4"
+        assert p.session_stats().lost_total == 1
+    finally:
+        await p.close()
