@@ -250,7 +250,8 @@ def demo(
     reward_url: str | None = typer.Option(None, help="use this running server instead of starting one"),
     state_dir: str = typer.Option("runs/demo", help="one subdirectory per seed"),
     sandbox: str = typer.Option("bwrap", help="sandbox host for the server the demo starts"),
-    num_eval: int = typer.Option(64, help="held-out arithmetic problems (64: reward in steps of 1/64)"),
+    num_eval: int | None = typer.Option(None, help="held-out problems (default 64: reward in steps of 1/64; "
+                                        "16 with --set tools=python)"),
     sets: list[str] = typer.Option([], "--set", "-o", help="override demo config fields"),
 ) -> None:
     """SmolLM2-135M-Instruct learns bundled arithmetic on the CPU; prints baseline vs final reward."""

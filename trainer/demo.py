@@ -59,6 +59,25 @@ DEMO_DEFAULTS: dict[str, Any] = {
 }
 
 
+# `--set tools=python`: exact big-integer and modular arithmetic, which a 135M model cannot do in its
+# head and one line of Python does; the policy's ```python blocks run in a session on the server
+TOOL_DEMO_DEFAULTS: dict[str, Any] = {
+    "tasks": "bigarith",
+    "max_tool_turns": 2,
+    # a code block, its output and a boxed answer: 64 tokens cut most trajectories inside the first block
+    "max_completion_length": 128,
+    "eval_group_prompts": 0,  # the variance check would cost another eval's generation
+}
+TOOL_DEMO_NUM_EVAL = 16
+TOOL_DEMO_MAX_SESSIONS = 64  # the server the demo starts holds a whole eval chunk's sessions (32) at once
+
+
+def _tool_line(rec: dict[str, Any]) -> str:
+    return (f"step {rec['step']}: reward {_fmt(_verifier(rec))}  tool-call rate {rec['tool_call_rate']:.2f}  "
+            f"calls/completion {rec['tool_calls_mean']:.2f}  tool errors {rec['tool_error_share']:.2f}  "
+            f"truncated {rec['truncated_share']:.2f}  ({rec['step_time_s']:.0f}s)")
+
+
 def _verifier(rec: dict[str, Any] | None) -> float | None:
     if not rec:
         return None
@@ -70,20 +89,25 @@ def _fmt(x: float | None) -> str:
 
 
 def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: str, sandbox: str,
-             num_eval: int, overrides: dict[str, Any]) -> int:
+             num_eval: int | None, overrides: dict[str, Any]) -> int:
     from .config import load_config
     from .metrics import plot_metrics, read_metrics
     from .trainer import GRPOTrainer
 
     root = Path(state_dir)
     root.mkdir(parents=True, exist_ok=True)
+    tools = overrides.get("tools") == "python"
+    defaults = {**DEMO_DEFAULTS, **(TOOL_DEMO_DEFAULTS if tools else {})}
+    if num_eval is None:
+        num_eval = TOOL_DEMO_NUM_EVAL if tools else 64
     server = None
     # a SIGTERM must not orphan the server the demo started (it runs in its own session)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if reward_url is None:
         print(f"starting reward server (sandbox={sandbox}) ...", flush=True)
-        server = SubprocessServer.start(["--sandbox", sandbox, "--text-logs"], log_path=root / "reward-server.log",
-                                        timeout_s=90)
+        extra = ["--sandbox-option", f"max_sessions={TOOL_DEMO_MAX_SESSIONS}"] if tools else []
+        server = SubprocessServer.start(["--sandbox", sandbox, "--text-logs", *extra],
+                                        log_path=root / "reward-server.log", timeout_s=90)
         reward_url = server.url
         print(f"reward server at {reward_url}", flush=True)
     results = []
@@ -92,14 +116,14 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
         # one model load shared by all seeds would be faster, but each run must start from the
         # untouched base weights, so each seed loads afresh (~15 s)
         for seed in seeds:
-            cfg = load_config(None, {**DEMO_DEFAULTS, "max_steps": steps, "num_eval_tasks": num_eval,
+            cfg = load_config(None, {**defaults, "max_steps": steps, "num_eval_tasks": num_eval,
                                      "seed": seed, "state_dir": str(root / f"seed-{seed}"),
                                      "reward_url": [reward_url], **overrides})
             sd = Path(cfg.state_dir)
             if (sd / "metrics.jsonl").exists() and not cfg.resume:
                 (sd / "metrics.jsonl").unlink()
             t0 = time.perf_counter()
-            tr = GRPOTrainer(cfg)
+            tr = GRPOTrainer(cfg, step_hook=(lambda _t, rec: print(_tool_line(rec), flush=True)) if tools else None)
             if results and shared_baseline is not None:
                 # greedy baseline on the same held-out set from the same base weights: identical
                 # for every seed, so it is computed once
@@ -119,6 +143,12 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
             results.append({"seed": seed, "baseline": b, "final": f, "steps": res["step"],
                             "truncated_first": trunc[0], "truncated_last": trunc[1],
                             "wall_s": time.perf_counter() - t0, "plot": str(png)})
+            if tools:
+                rate = [(r or {}).get("tool_call_rate") for r in (res.get("baseline"), res.get("final"))]
+                results[-1].update(tool_rate_baseline=rate[0], tool_rate_final=rate[1],
+                                   tool_rate_per_step=[r["tool_call_rate"] for r in train],
+                                   reward_per_step=[_verifier(r) for r in train])
+                print(f"seed {seed}: held-out tool-call rate {_fmt(rate[0])} -> {_fmt(rate[1])}", flush=True)
             print(f"seed {seed}: held-out reward baseline {_fmt(b)} -> final {_fmt(f)} "
                   f"({res['step']} steps, {time.perf_counter() - t0:.0f}s, truncated {_fmt(trunc[0])} -> "
                   f"{_fmt(trunc[1])})  plot: {png}", flush=True)
@@ -126,7 +156,7 @@ def run_demo(seeds: list[int], steps: int, reward_url: str | None, state_dir: st
         if server is not None:
             server.stop()
     deltas = [r["final"] - r["baseline"] for r in results if r["final"] is not None and r["baseline"] is not None]
-    summary: dict[str, Any] = {"runs": results, "config": {**DEMO_DEFAULTS, "max_steps": steps, **overrides}}
+    summary: dict[str, Any] = {"runs": results, "config": {**defaults, "max_steps": steps, **overrides}}
     if deltas:
         summary["mean_delta"] = statistics.mean(deltas)
         summary["stdev_delta"] = statistics.stdev(deltas) if len(deltas) > 1 else None
