@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from reward_server.state import ServerState
+from sandbox.runner import compare_modes
 
 router = APIRouter(tags=["ops"])
 
@@ -43,6 +44,7 @@ async def readyz(request: Request):
         body["sessions"] = st.sessions.figures()
     body["testlib_header"] = st.settings.testlib_header is not None  # checkers that include testlib.h can build
     body["time_scale"] = st.settings.time_scale  # multiplies a task's own timeout_s (docs/JUDGING.md)
+    body["compare_modes"] = list(compare_modes.MODES)  # stdio tests' `compare` (docs/JUDGING.md)
     return JSONResponse(status_code=200 if ready else 503, content=body)
 
 

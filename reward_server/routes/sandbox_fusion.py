@@ -39,7 +39,7 @@ from reward_server.settings import Settings
 from reward_server.state import ServerState
 from sandbox.api import InfraError
 from sandbox.jobs import ExecRequest, Limits, escape_surrogates
-from sandbox.runner import languages
+from sandbox.runner import compare_modes, languages
 
 log = logging.getLogger("reward_server.routes.sandbox_fusion")
 router = APIRouter(tags=["compat: SandboxFusion"])
@@ -247,6 +247,8 @@ class SubmitConfig(BaseModel):
     provided_data: dict[str, Any] | list[dict[str, Any]] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
     runtime: str | None = Field(None, max_length=64, description="extension, as /run_code's: python or sci")
+    compare: str | None = Field(None, max_length=40, description="extension: the stdio comparison mode (sandbox.jobs "
+                                "StdioTests.compare; default lines; 'sandboxfusion' is SandboxFusion's own)")
 
 
 class SubmitRequest(BaseModel):
@@ -318,6 +320,11 @@ async def submit(request: Request):
         raise invalid(["config", "language"], _unsupported(cfg.language))
     task: dict[str, Any] = {"type": "code", "language": language,
                             "tests": {"kind": "stdio", "cases": _stdio_cases(cfg)}}
+    if cfg.compare is not None:
+        if cfg.compare not in compare_modes.MODES:
+            raise invalid(["config", "compare"], f"unknown comparison mode {cfg.compare!r} (known: "
+                          f"{', '.join(compare_modes.MODES)})")
+        task["tests"]["compare"] = cfg.compare
     if cfg.runtime is not None:
         task["runtime"] = st.scorer.resolve_runtime(cfg.runtime, ["config", "runtime"], language)
     st.scorer.check_raw_tasks([(["config", "provided_data", "test"], task)])
