@@ -34,7 +34,7 @@ from sandbox.jobs import (
     refusal,
     run_message,
 )
-from sandbox.runner import framing, languages, uidlease, units
+from sandbox.runner import framing, languages, taskprog, uidlease, units
 from sandbox.runner.cpuclock import HARD_FACTOR
 from sandbox.runner.cpus import allowed_cpus
 from sandbox.runner.framing import MAX_FRAME
@@ -156,6 +156,7 @@ class SandboxPool:
         self._languages: list[str] | None = None  # as the runners report them (pong)
         self.cpus = CpuPlan(sorted(allowed_cpus()) if pin_cpus else [])
         self.sessions: dict[str, _Session] = {}
+        self._call_waiters = 0  # session calls waiting for a share of their runner's job slots
         self.session_counts = {"opened": 0, "closed": 0, "lost": 0, "executes": 0}
 
     # ---------------------------------------------------------------- lifecycle
@@ -312,7 +313,10 @@ class SandboxPool:
         assert self._cond is not None
         async with self._cond:
             r.in_flight -= 1
-            self._cond.notify()
+            if self._call_waiters:  # a session call waits for this runner's share only: wake every waiter
+                self._cond.notify_all()
+            else:
+                self._cond.notify()
 
     async def _connect(self, r: _Runner) -> _Conn:
         """The connection idle longest: its supervisor has finished cleaning up after its
@@ -398,6 +402,7 @@ class SandboxPool:
         budget = job.limits.timeout_s * job.limits.wall_factor * HARD_FACTOR * (n_guess + 3) + 30
         if job.language != "python":
             budget += job.limits.compile_timeout_s
+        budget += taskprog.budget_s(msg["tests"], msg["limits"], n_guess)  # its checker or interactor
         self.jobs_total += 1
         done, ident = await self._exchange(msg, budget, on_event)
         if (why := refusal(done)) is not None:
@@ -453,7 +458,7 @@ class SandboxPool:
                     raise SessionsFull(f"all {self.session_capacity} session slots are taken")
                 await asyncio.wait(pending, timeout=SESSION_START_S)  # a spare on its way holds the last slot
                 continue
-            r = min(usable, key=lambda x: (x.spare is None, x.sessions))
+            r = min(usable, key=lambda x: (x.sessions, x.spare is None))  # balanced first, then a ready spare
             r.sessions += 1
             spare, r.spare = r.spare, None
             try:
@@ -618,9 +623,13 @@ class SandboxPool:
         """One of `r`'s job shares (as a job takes on it), waiting in the same queue as jobs."""
         assert self._cond is not None, "pool not started"
         async with self._cond:
-            while r.alive and r.in_flight >= self.per_runner and not self._closed:
-                with contextlib.suppress(asyncio.TimeoutError):
-                    await asyncio.wait_for(self._cond.wait(), 1.0)
+            self._call_waiters += 1
+            try:
+                while r.alive and r.in_flight >= self.per_runner and not self._closed:
+                    with contextlib.suppress(asyncio.TimeoutError):
+                        await asyncio.wait_for(self._cond.wait(), 1.0)
+            finally:
+                self._call_waiters -= 1
             r.in_flight += 1
 
     # ---------------------------------------------------------------- recovery

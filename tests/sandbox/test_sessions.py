@@ -192,6 +192,27 @@ async def test_sessions_are_separate_from_job_slots_and_bounded(pool):
     await pool.close_session(key)
 
 
+async def test_calls_take_a_job_share_while_they_run(pool):
+    """A running call holds one of its runner's job shares, as a job does: with every share held
+    by sleeping calls, a job waits for one (idle sessions hold none: the job before ran at once)."""
+    keys = [await pool.open_session(SessionSpec()) for _ in range(pool.capacity)]
+    job = Job(program="def f(x):\n    return x\n", tests={"kind": "assert", "asserts": ["assert f(1) == 1"]})
+    try:
+        t0 = time.monotonic()
+        assert (await pool.run(job)).passed == 1
+        idle_s = time.monotonic() - t0
+        calls = [asyncio.create_task(ex(pool, k, "import time\ntime.sleep(2.0)")) for k in keys]
+        await asyncio.sleep(0.5)
+        t0 = time.monotonic()
+        assert (await pool.run(job)).passed == 1
+        waited_s = time.monotonic() - t0
+        assert all(r.status == "ok" for r in await asyncio.gather(*calls))
+        assert waited_s > 0.9 and waited_s > idle_s, (idle_s, waited_s)
+    finally:
+        for k in keys:
+            await pool.close_session(k)
+
+
 async def test_session_program_replays_what_completed(pool):
     files = [{"path": "k.txt", "content_b64": base64.b64encode(b"3").decode()}]
     async with session(pool, files=files) as key:
