@@ -93,6 +93,31 @@ CF_PERM_ROW = {  # "print any permutation of 1..n": a checker decides
     **CF_ROW, "id": "2/B", "title": "Any permutation", "generated_checker": CF_CHECKER,
     "official_tests": [{"input": "3\n", "output": "1 2 3\n"}, {"input": "5\n", "output": "1 2 3 4 5\n"}],
 }
+# an interactive row: open-r1 ships no interactor, so this row carries one (C++, testlib's protocol
+# `interactor <input> <output>`, written here without testlib): the input is "n hidden budget"; the
+# program hears "n", asks "? y" and hears "less"/"more"/"yes", and must say "! y" within the budget
+CF_INTERACTOR = r"""
+#include <cstdio>
+#include <cstring>
+int main(int argc, char** argv) {
+    long long n, hidden, budget;
+    FILE* in = fopen(argv[1], "r");
+    if (!in || fscanf(in, "%lld %lld %lld", &n, &hidden, &budget) != 3) return 3;
+    printf("%lld\n", n); fflush(stdout);
+    char op[4]; long long y; long long used = 0;
+    while (scanf("%3s %lld", op, &y) == 2) {
+        if (op[0] == '!') { FILE* out = fopen(argv[2], "w"); fprintf(out, "%lld\n", used); return y == hidden ? 0 : 1; }
+        if (++used > budget) return 1;
+        puts(hidden < y ? "less" : hidden > y ? "more" : "yes"); fflush(stdout);
+    }
+    return 1;
+}
+"""
+CF_INTERACTIVE_ROW = {
+    **CF_ROW, "id": "3/C", "title": "Guess", "interaction_format": "Ask '? y'; answer '! y'.",
+    "official_tests": [{"input": "100 37 7\n", "output": "37\n"}, {"input": "1000 1 10\n", "output": "1\n"}],
+    "interactor": CF_INTERACTOR,
+}
 HE_ROW = {  # openai/openai_humaneval
     "task_id": "HumanEval/900", "entry_point": "add",
     "prompt": 'def add(a: int, b: int) -> int:\n    """Return a + b."""\n',
@@ -319,6 +344,16 @@ CASES = [
     ("codeforces", CF_PERM_ROW, "cpp",
      fence("#include <cstdio>\nint main(){int n;scanf(\"%d\",&n);for(int i=n;i>0;i--)printf(\"%d \",i);}", "cpp"),
      fence("#include <cstdio>\nint main(){int n;scanf(\"%d\",&n);for(int i=0;i<n;i++)printf(\"%d \",i);}", "cpp")),
+    # a C++ program: a Python one beside a C++ interactor is routed by its own language to a runner
+    # without the toolchains (bwrap's default), so its interactor cannot be built there
+    ("codeforces", CF_INTERACTIVE_ROW, "cpp",
+     fence("#include <cstdio>\n#include <cstring>\nint main(){long long lo=1,hi;scanf(\"%lld\",&hi);char r[8];"
+           "while(true){long long m=(lo+hi)/2;printf(\"? %lld\\n\",m);fflush(stdout);scanf(\"%7s\",r);"
+           "if(!strcmp(r,\"yes\")){printf(\"! %lld\\n\",m);fflush(stdout);return 0;}"
+           "if(!strcmp(r,\"less\"))hi=m-1;else lo=m+1;}}", "cpp"),
+     fence("#include <cstdio>\n#include <cstring>\nint main(){long long n;scanf(\"%lld\",&n);char r[8];"
+           "for(long long y=1;y<=n;y++){printf(\"? %lld\\n\",y);fflush(stdout);scanf(\"%7s\",r);"
+           "if(!strcmp(r,\"yes\")){printf(\"! %lld\\n\",y);fflush(stdout);return 0;}}}", "cpp")),  # over budget
     ("humaneval", HE_ROW, "python", fence("    return a + b"), fence("def add(a, b):\n    return a - b")),
     ("humaneval", HE_ROW, "python", fence("def add(a, b):\n    return b + a"), fence("    return a * b")),
     ("mbpp", MBPP_ROW, "python", fence("def sum(xs):\n    t = 0\n    for x in xs:\n        t += x * x\n    return t"),
