@@ -20,16 +20,6 @@ from sandbox.runner.taskprog import needs_testlib
 MAX_BYTES = 4 << 20  # testlib.h is ~250 KB
 
 
-def check_header(path: Path) -> Path:
-    """A setting's path, refused at start-up unless it is a readable file of sane size."""
-    st = os.stat(path)
-    if not os.path.isfile(path) or st.st_size > MAX_BYTES:
-        raise ValueError(f"{path}: not a file of at most {MAX_BYTES} bytes")
-    with open(path, "rb") as f:
-        f.read(1)
-    return path
-
-
 @functools.lru_cache(maxsize=4)
 def _read(path: str, mtime_ns: int, size: int) -> str:
     with open(path, "rb") as f:

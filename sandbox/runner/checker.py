@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from . import flags, taskprog
 from .children import Children
-from .script import ScriptEnd, encode_stdin, reset_scratch
+from .script import ScriptEnd, StdioRun, encode_stdin, reset_scratch
 
 OK, WA, PE, FAIL, DIRT, POINTS, UNEXPECTED_EOF = 0, 1, 2, 3, 4, 7, 8
 INPUT, OUTPUT, ANSWER = "input.txt", "output.txt", "answer.txt"
@@ -169,9 +169,9 @@ class CheckerJudge:
             self.out_fd = -1
 
 
-def judge_of(ch: Children, msg: dict, scratch: str, keep: set[str]) -> CheckerJudge | None:
-    """The job's checker judge, or None where its stdio tests name no checker."""
+def attach(job: object, msg: dict) -> None:
+    """Give a stdio job (script.StdioRun and its kinds) its checker judge, where its tests name
+    a checker (the supervisor calls this between making the job and `prepare`)."""
     tests = msg.get("tests")
-    if isinstance(tests, dict) and isinstance(tests.get("checker"), dict):
-        return CheckerJudge(ch, msg, scratch, keep)
-    return None
+    if isinstance(job, StdioRun) and isinstance(tests, dict) and isinstance(tests.get("checker"), dict):
+        job.judge = CheckerJudge(job.ch, msg, job.scratch, job.keep)

@@ -137,9 +137,7 @@ class StdioRun:
         self.flags: set[str] = set()
         self.stop_on_timeout = bool(self.lim.get("stop_on_timeout", True))
         self.keep: set[str] = set()  # names in the scratch that every test runs (a build not cached)
-        from .checker import judge_of  # noqa: PLC0415 - checker.py imports this module
-
-        self.judge = judge_of(ch, msg, scratch, self.keep)  # a checker (special judge), where the tests name one
+        self.judge = None  # a checker (special judge) where the tests name one: set by checker.attach before prepare
 
     def keep_in_scratch(self, path: str) -> None:
         """`path` (an artifact the tests run) stays in the scratch when it is reset between tests."""

@@ -14,7 +14,7 @@ import socket
 import time
 from typing import Protocol
 
-from . import cleanup, flags, framing, languages
+from . import checker, cleanup, flags, framing, languages
 from .children import Children, ClientGone, InfraFailure, OutputMeter
 from .compiled import CompiledExecRun, CompiledRun
 from .interactive import CompiledInteractiveRun, InteractiveRun
@@ -179,6 +179,7 @@ class Supervisor:
         ch.watch_client(self.conn)  # a client that hangs up stops its job (ClientGone)
         try:
             job = kind(ch, msg, scratch, self.emit)
+            checker.attach(job, msg)  # a stdio job's special judge, where its tests name one
             job.prepare()
             job.run()
             job.stop()

@@ -39,10 +39,11 @@ from .launcher import Limits
 from .script import ScriptEnd, _await_end, encode_stdin, feed_stdin
 
 TASK_DIR = ".vr-task"  # the TaskDir's name in the job's scratch
-TIMEOUT_S = 10.0  # a task program's CPU limit per run, at least (a checker of a 1e6-token answer)
+TIMEOUT_S = 5.0  # a task program's CPU limit per run, at least (a Python checker reads 1e6 tokens in ~1 s)
 MEMORY_MB = 512  # its memory, at least (RLIMIT_DATA; the job's own when larger)
 OUTPUT_BYTES = 1 << 20  # what it may print before it is stopped (its verdict is its exit code)
 KEEP_BYTES = 4096  # what of that is kept (the message)
+COMPILE_TIMEOUT_S = 60.0  # a task program's compile, at least (testlib.h: ~5 s of CPU, once per cache entry)
 INSTALL_BYTES = 64 << 20  # a build the cache would not take, held in memory and installed per run
 TESTLIB = "testlib.h"
 TESTLIB_INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]testlib\.h[>"]', re.M)
@@ -121,7 +122,8 @@ def build_program(ch: Children, spec_: dict, scratch: str, msg: dict, testlib_h:
         header = testlib_h.encode("utf-8", "surrogateescape")
         _write_in(scratch, TESTLIB, header, ch.c_uid if limits.can_switch_uid() else None)
         extra = hashlib.sha256(header).digest()
-    prog.built = build(ch, lang, source, scratch, msg, extra)
+    lim = dict(msg["limits"], compile_timeout_s=max(COMPILE_TIMEOUT_S, float(msg["limits"].get("compile_timeout_s") or 0)))
+    prog.built = build(ch, lang, source, scratch, dict(msg, limits=lim), extra)
     if not prog.built.ok:
         from .compiled import _compile_message  # noqa: PLC0415
 
@@ -211,21 +213,26 @@ class TaskDir:
             os.close(wfd)
 
     def install(self, files: dict[str, bytes]) -> str:
-        """A build's files under bin/ (once per TaskDir); the directory's path."""
+        """A build's files under bin/ (once per TaskDir); the directory's name, relative to the
+        TaskDir (the program's cwd)."""
         if not self.installed:
             os.mkdir("bin", 0o755, dir_fd=self.fd)
             bfd = os.open("bin", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd)
             try:
+                os.fchmod(bfd, 0o755)
                 for fname, content in files.items():
                     wfd = os.open(fname, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o755,
                                   dir_fd=bfd)
                     try:
                         _write_all(wfd, content)
+                        os.fchmod(wfd, 0o755)  # whatever the runner's umask: the task uid runs it
                     finally:
                         os.close(wfd)
             finally:
                 os.close(bfd)
-            self.installed = os.path.join(self.path, "bin")
+            # relative to the program's cwd (this directory): the job's scratch above it is the
+            # candidate's, 0700, which the task uid cannot search by path
+            self.installed = "bin"
         return self.installed
 
     def remove(self) -> None:
@@ -248,11 +255,23 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def task_limits(lang: Language, lim: dict) -> Limits:
-    """A task program's limits: its own floor (TIMEOUT_S of CPU, MEMORY_MB), the job's where larger."""
+    """A task program's limits: its own floor (TIMEOUT_S of CPU, MEMORY_MB), or twice the job's
+    time and the job's memory where larger (it reads what the program wrote in its time)."""
     data = max(MEMORY_MB, int(lim.get("memory_mb", 0))) + lang.run_overhead_mb
-    return Limits(timeout_s=max(TIMEOUT_S, float(lim.get("timeout_s", 0))), data_mb=data, as_mb=data + lang.reserve_mb,
+    return Limits(timeout_s=max(TIMEOUT_S, 2 * float(lim.get("timeout_s", 0))), data_mb=data, as_mb=data + lang.reserve_mb,
                   nproc=max(16, lang.run_nproc), fsize_mb=max(64, int(lim.get("fsize_mb", 0))), nofile=64,
                   stack_mb=lang.stack_mb, wall_factor=2.0)
+
+
+def budget_s(tests: dict, lim: dict, n_tests: int) -> float:
+    """Wall-clock seconds a job's task programs may add (the pool's backstop for the whole job):
+    each one's compile, and two runs per test (the reference check and the candidate's) at its
+    limit and wall factor."""
+    progs = [tests.get(k) for k in ("checker", "interactor") if isinstance(tests.get(k), dict)]
+    if not progs:
+        return 0.0
+    t = max(TIMEOUT_S, 2 * float(lim.get("timeout_s", 0)))
+    return len(progs) * (COMPILE_TIMEOUT_S + 5 + n_tests * 2 * t * 2)
 
 
 def task_env(lang: Language, cwd: str) -> dict[str, str]:
