@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from . import cleanup, files, limits
-from .children import READ_BYTES, Candidate, Children, InfraFailure, OutputMeter, exit_reason
+from .children import READ_BYTES, Candidate, Children, InfraFailure, OutputMeter, close_fd, exit_reason
 from .cpuclock import TestClock, tree_cpu_s
 
 GRACE_S = 1.0  # for an interrupted cell to answer before its process is killed
@@ -67,6 +67,7 @@ class SessionRun:
         if c.channel.state != "reply":
             self.stop()
             raise InfraFailure("session interpreter did not say it was ready")
+        close_fd(c, "stdin_w")  # its fd 0 reads EOF, as a kernel's without a terminal: each call's stdin is sys.stdin
         self.idle()
         return {"event": "session_ready", "pid": c.pid}
 

@@ -106,6 +106,35 @@ async def test_two_sessions_see_nothing_of_each_other(one_runner):
         assert len(uid_processes(a_uid)) == 1
 
 
+async def test_a_slot_keeps_nothing_for_its_next_session(one_runner):
+    pool = one_runner
+    secret = os.urandom(8).hex()
+    async with session(pool) as a:
+        r = await ex(pool, a, f"import os\nS = {secret!r}\nopen('left.txt', 'w').write(S)\n"
+                              "open('/dev/shm/left', 'w').write(S)\nos.mkdir('d')\nos.chmod('.', 0o777)\n"
+                              "os.getuid()")
+        assert r.status == "ok", r
+    for _ in range(2):  # every slot of the runner, the one A had among them
+        keys = [await pool.open_session(SessionSpec()) for _ in range(pool.session_capacity)]
+        try:
+            for k in keys:
+                r = await ex(pool, k, "import os\nsorted(os.listdir('.')), os.path.exists('/dev/shm/left'), "
+                                      "oct(os.stat('.').st_mode & 0o777), 'S' in globals()")
+                assert r.result == "([], False, '0o700', False)", r
+        finally:
+            for k in keys:
+                await pool.close_session(k)
+
+
+async def test_stdin_is_the_calls_own(one_runner):
+    pool = one_runner
+    async with session(pool) as s:
+        r = await ex(pool, s, "import os\nos.read(0, 10)", timeout_s=2)
+        assert (r.status, r.result) == ("ok", "b''"), r  # fd 0 is at its end, never a pipe of ours to wait on
+        r = await ex(pool, s, "import sys\nsys.stdin.read()", stdin="only this call's")
+        assert r.result == repr("only this call's"), r
+
+
 async def test_a_session_cannot_read_or_stop_a_running_job(one_runner):
     pool = one_runner
     secret = os.urandom(8).hex()
