@@ -6,6 +6,7 @@ directory their files were copied to (docs/JUDGING.md says how):
     PEERS/livecodebench/testing_util.py    LiveCodeBench lcb_runner/evaluation/testing_util.py
     PEERS/apps/testing_util.py             hendrycks/apps eval/testing_util.py
     PEERS/sandboxfusion/testing.py         bytedance/SandboxFusion sandbox/utils/testing.py
+    PEERS/taco/testing_util.py             FlagOpen/TACO metrics/testing_util.py
     PEERS/codecontests/tester_sandboxer.cc google-deepmind/code_contests execution/tester_sandboxer.cc
     PEERS/testlib/testlib.h, PEERS/testlib/checkers/*.cpp   MikeMirzayanov/testlib
 
@@ -116,6 +117,23 @@ for out, exp in pairs:
     except Exception:
         verdicts.append(False)
     fresh()
+results.write(json.dumps(verdicts)); results.close()
+""",
+    "taco": _PRELUDE + """
+import types
+pkg = types.ModuleType("taco_metrics")
+pkg.__path__ = []
+sys.modules["taco_metrics"] = pkg
+pyext2 = types.ModuleType("taco_metrics.pyext2")  # its RuntimeModule runs programs: not used to compare
+pyext2.RuntimeModule = object
+sys.modules["taco_metrics.pyext2"] = pyext2
+mod = load("taco_metrics.testing_util", peer)
+for out, exp in pairs:
+    try:  # the stdout execute_std_code reads: subprocess.run(..., text=True)'s own decoding
+        stdout = subprocess.Popen._translate_newlines(None, out.encode("utf-8", "surrogateescape"), "utf-8", "strict")
+        verdicts.append(bool(mod.compare_std_results(stdout, exp)))
+    except Exception:
+        verdicts.append(False)
 results.write(json.dumps(verdicts)); results.close()
 """,
     "sandboxfusion": _PRELUDE + """
@@ -321,6 +339,7 @@ def main() -> None:
     peers = args.peers.resolve()
     paths = {"livecodebench": peers / "livecodebench" / "testing_util.py", "apps": peers / "apps" / "testing_util.py",
              "sandboxfusion": peers / "sandboxfusion" / "testing.py", "prime_code": verl_testing_util(),
+             "taco": peers / "taco" / "testing_util.py",
              "codecontests": peers / "codecontests" / "tester_sandboxer.cc", "testlib": peers / "testlib" / "testlib.h"}
     rows = []
     with tempfile.TemporaryDirectory(prefix="compare-agreement-") as tmp:

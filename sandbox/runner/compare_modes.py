@@ -354,6 +354,35 @@ def prime_code(actual: str, expected: str) -> str:
     return "wrong output (prime_code cascade)"
 
 
+def taco(actual: str, expected: str) -> str:
+    """TACO's compare_std_results on the program's stdout as subprocess's text mode gives it
+    (UTF-8, strict; CRLF and CR become LF): stripped text equal, else APPS's later steps on a
+    string rather than lines (float() over its characters, the set of all its tokens against
+    the expected lines' token sets, so one-character tokens in any order and lines pass)."""
+    try:
+        actual.encode("utf-8")
+    except UnicodeEncodeError:
+        return "stdout is not UTF-8 (TACO's text-mode run raises)"
+    out = actual.replace("\r\n", "\n").replace("\r", "\n")
+    if out.strip() == expected.strip():
+        return ""
+    gt = [x.strip() for x in expected.split("\n") if len(x)]
+    of, gf = _floats(list(out)), _floats(gt)
+    if of is not None and gf is not None and len(of) == len(gf) and _np_allclose(of, gf):
+        return ""
+    toks = set(filter(len, out.split()))
+    gt_sets = [set(x.split()) for x in gt]
+    if {frozenset(t) for t in toks} == {frozenset(s) for s in gt_sets}:
+        return ""
+    try:
+        if ({frozenset(round(float(c), 3) for c in t) for t in toks}
+                == {frozenset(round(float(t), 3) for t in s) for s in gt_sets}):
+            return ""
+    except (ValueError, OverflowError):
+        pass
+    return "wrong output (TACO cascade)"
+
+
 # ---- testlib:<name>: testlib.h's InStream as the standard checkers (checkers/*.cpp) use it
 
 TESTLIB_MAX_TOKEN = 32 * 1024 * 1024  # InStream::maxTokenLength, bytes
@@ -682,6 +711,9 @@ MODES: dict[str, Mode] = {m.name: m for m in [
     Mode("apps", "hendrycks/apps eval/testing_util.py run_test (standard input)",
          "APPS's cascade: stripped text, exact lines, numpy.allclose per line, lines as token sets, rounded to 3",
          _whole(apps)),
+    Mode("taco", "FlagOpen/TACO metrics/testing_util.py compare_std_results (stdout from subprocess, text mode)",
+         "stripped text; then APPS's later steps applied to the whole stdout string (its characters, its token set)",
+         _whole(taco)),
     Mode("prime_code", "verl verl/utils/reward_score/prime_code/testing_util.py run_test (standard input)",
          "APPS's cascade to numpy.allclose (skipped where all lines are digits); no set steps",
          _whole(prime_code)),

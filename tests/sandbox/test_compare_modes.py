@@ -29,7 +29,7 @@ IN_CI = os.environ.get("CI") == "true"
 
 
 def test_the_table_names_each_peer_and_every_mode_the_contract_lists():
-    for name in ["lines", "tokens", "codecontests", "sandboxfusion", "livecodebench", "apps", "prime_code",
+    for name in ["lines", "tokens", "codecontests", "sandboxfusion", "livecodebench", "apps", "taco", "prime_code",
                  *(f"testlib:{c}" for c in ["wcmp", "lcmp", "ncmp", "uncmp", "yesno", "rcmp4", "rcmp6", "rcmp9",
                                             "fcmp", "hcmp"])]:
         assert name in MODES, name
@@ -81,6 +81,10 @@ RULES = [
     ("prime_code", "2 1\n", "1 2", False), ("prime_code", "1.000000001", "1", True),
     ("prime_code", "100000000000000000001", "100000000000000000000", False), ("prime_code", " x \n", "x", True),
     ("prime_code", "-1.0000000001", "-1", True),
+    # taco: metrics/testing_util.py compare_std_results on subprocess's text-mode stdout (a str, not lines):
+    # float() over its characters, then the set of all its tokens against the expected lines' token sets
+    ("taco", "b a\n", "a\nb", True), ("taco", "ab", "a\nb", False), ("taco", "12\r\n", "12", True),
+    ("taco", "1.5", "1.50001", False), ("taco", "5", "5.000001", True), ("taco", "1 1", "1", True),
     # testlib checkers/wcmp.cpp: readWord tokens (blanks: space, tab, CR, LF) equal
     ("testlib:wcmp", "1\n2", "1 2", True), ("testlib:wcmp", "a\fb", "a b", False), ("testlib:wcmp", "A", "a", False),
     # lcmp.cpp: readString lines, their stringstream tokens equal; only blanks may follow

@@ -18,6 +18,7 @@ EXAMPLES = [
     ("sandboxfusion", "Yes\n", "YES\n", "livecodebench"),
     ("livecodebench", "1.50 2\n", "1.5 2.0\n", "lines"),
     ("apps", "2 1\n", "1 2\n", "prime_code"),
+    ("taco", "b a\n", "a\nb\n", "apps"),
     ("prime_code", "1.000000001\n", "1\n", "livecodebench"),
     ("testlib:wcmp", "1\n2\n", "1 2\n", "testlib:lcmp"),
     ("testlib:lcmp", "1   2\n", "1 2\n", "testlib:fcmp"),
