@@ -152,7 +152,9 @@ class ScoreItem(BaseModel):
 
     id: str | int | None = None
     completion: str
-    task: Task
+    task: Task = Field(description="a code or math task; on /v1/score also a data set's own row, "
+                       "`{\"type\": \"dataset\", \"format\", \"row\", \"language\"?}`, made a code task by "
+                       "the server (docs/JUDGING.md, data set rows as tasks)")
 
 
 class ScoreRequest(BaseModel):
