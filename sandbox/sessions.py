@@ -33,7 +33,8 @@ class SessionSpec(BaseModel):
                                   description="placed in the session's scratch directory (its working directory)")
     cpu_budget_s: float = Field(600.0, gt=0, le=7200,
                                 description="CPU time the session's interpreter may use in all; past it the session is lost")
-    nproc: int = Field(16, ge=1, le=256, description="processes the session may have at once")
+    nproc: int = Field(16, ge=1, le=64, description="processes the session may have at once (its interpreter's "
+                       "threads included)")
 
     @model_validator(mode="after")
     def _files(self) -> SessionSpec:

@@ -15,6 +15,7 @@ import ast
 import builtins
 import io
 import linecache
+import os
 import signal
 import socket
 import sys
@@ -49,6 +50,7 @@ def serve(ctrl: socket.socket) -> int:
         if not isinstance(req, dict):
             return 0
         n += 1
+        _reap()
         try:
             reply = run_cell(ns, str(req.get("code", "")), str(req.get("stdin", "")), n)
         except KeyboardInterrupt as exc:  # landed between the cell's end and its answer
@@ -112,6 +114,18 @@ def _cap(text: str, most: int, tail: bool = False) -> str:
     if len(text) <= most:
         return text
     return ("..." + text[-(most - 3):]) if tail else (text[: most - 3] + "...")
+
+
+def _reap() -> None:
+    """The last call's children were killed after it (only the interpreter outlives a call):
+    their exit statuses go, so no zombie holds a process of the session's count."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except (ChildProcessError, OSError):
+            return
+        if pid == 0:
+            return
 
 
 def _flush() -> None:

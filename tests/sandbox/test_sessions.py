@@ -155,6 +155,9 @@ async def test_children_do_not_outlive_a_call_nor_a_close(pool):
         assert len(await gone(uid, 1.0, leave=1)) == 1  # only the interpreter outlives the call
         r = await ex(pool, key, "1 + 1")
         assert r.result == "2", r
+        for _ in range(3):  # the killed children are reaped: they never count against its nproc
+            r = await ex(pool, key, "import os, time\nfor _ in range(12):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)\n")
+            assert r.status == "ok", r
     assert await gone(uid) == [], "a closed session left processes"
 
 
