@@ -388,7 +388,10 @@ class BwrapHost(Host):
                  languages: bool = False, runtime: str = "python", slot_shm: bool = True,
                  shm_mb: int = 64, shm_inodes: int = 4096, session_slots: int = 0) -> None:
         self.slots = slots
-        self.session_slots = session_slots  # after the job slots: uids, scratch, memcg and /dev/shm of their own
+        # after the job slots: uids, scratch, memcg and /dev/shm of their own. As a normal user every
+        # job runs as one uid, which a session's clean-up (its uid's processes killed after each call
+        # and at close) needs for itself: no sessions then.
+        self.session_slots = session_slots if os.geteuid() == 0 else 0
         # each slot's /dev/shm (per slot, as root; else one of shm_mb for the runner)
         self.slot_shm = slotns.ShmSpec(shm_mb, shm_inodes) if slot_shm else None
         self.shm_mb = shm_mb
