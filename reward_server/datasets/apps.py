@@ -11,7 +11,8 @@ stands in).
 
 Comparison: APPS' `testing_util.py` (also TACO's and verl's `prime_code`) passes a stdio
 test through a cascade of exact, stripped-line, token and `allclose` comparisons: mode `apps`.
-Call tests compare the returned value (`CallTests`).
+Call tests compare the returned value (`CallTests`). Its programs run after a block of imports
+(`PRELUDE`, the task's `prefix` for a Python program).
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ FORMAT = "apps"
 # verl's default_compute_score judges these data sources' in/outs with prime_code
 # (verl/utils/reward_score/__init__.py): so do we, with its comparison
 VERL_PRIME_CODE_SOURCES = ("codecontests", "apps", "codeforces", "taco", "likaixin/TACO-verified")
+# APPS' testing_util (and verl's prime_code) runs every Python program after these imports, so a
+# program that uses `List` or `Counter` without importing them passes there; numpy's import is
+# left out (the `python` runtime has no numpy)
+PRELUDE = "\n".join([
+    "import sys", "import time", "import itertools",
+    "from itertools import accumulate, product, permutations, combinations",
+    "import collections", "from collections import Counter, OrderedDict, deque, defaultdict, ChainMap",
+    "from functools import lru_cache", "import math",
+    "from math import sqrt, sin, cos, tan, ceil, fabs, floor, gcd, exp, log, log2",
+    "import fractions", "from typing import List, Tuple", "import random", "import heapq", "from heapq import *",
+]) + "\n"
 _SECONDS = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:s|sec|secs|second|seconds)\s*$", re.I)
 _MEGABYTES = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(?:m|mb|mib|megabyte|megabytes)\s*$", re.I)
 
@@ -102,11 +114,13 @@ def in_outs_task(gt: dict) -> dict:
 
 
 def verl_task(gt: dict, data_source: object = None) -> dict:
-    """verl ground truth as `in_outs_task` makes it; stdio tests of a data source verl judges
-    with prime_code get prime_code's comparison (else our default, `lines`)."""
+    """verl ground truth as `in_outs_task` makes it; the in/outs of a data source verl judges
+    with prime_code get its imports (`PRELUDE`) and, on stdio, its comparison (else `lines`)."""
     task = in_outs_task(gt)
-    if data_source in VERL_PRIME_CODE_SOURCES and task["tests"]["kind"] == "stdio":
-        task["tests"]["compare"] = "prime_code"
+    if data_source in VERL_PRIME_CODE_SOURCES and task["tests"]["kind"] != "assert":
+        task["prefix"] = PRELUDE
+        if task["tests"]["kind"] == "stdio":
+            task["tests"]["compare"] = "prime_code"
     return task
 
 
@@ -136,5 +150,6 @@ def to_task(row: dict, language: str = "python") -> dict:
     if tests["kind"] == "stdio":
         tests["compare"] = "apps"
         task["language"] = language
+    extra = {"prefix": PRELUDE} if task["language"] == "python" else {}
     return code_task(tests, task["language"], timeout_s=_limit(row, "time_limit", _SECONDS),
-                     memory=_limit(row, "memory_limit", _MEGABYTES))
+                     memory=_limit(row, "memory_limit", _MEGABYTES), **extra)

@@ -14,7 +14,9 @@ lists, dicts, tuples) can come out and no callable can be reached (Python's docu
 "restricting globals"); the result must be the JSON string, decompressed to at most
 `MAX_PRIVATE_BYTES`.
 
-Comparison: LiveCodeBench's `testing_util.py` compares stdin tests line by line after
+LiveCodeBench's `testing_util.py` runs each Python program after its `import_string` (star
+imports of the standard modules a solution may use, `typing` included): the task's `prefix`.
+Comparison: it compares stdin tests line by line after
 stripping, with a decimal fallback per line: mode `livecodebench`; functional tests compare
 the returned value exactly (`CallTests`, no float tolerance). LiveCodeBench gives no limits
 per problem (its runner's timeout is a command-line flag): the server's defaults stand in.
@@ -34,6 +36,12 @@ from reward_server.datasets.rows import RowError, code_task, json_field, obj
 
 FORMAT = "livecodebench"
 MAX_PRIVATE_BYTES = 256 << 20  # decompressed private tests of one row
+# testing_util's import_string: every Python program runs after these star-imports, the same
+# modules imported by name, and a recursion limit of 50000 (the task's `prefix`)
+_MODULES = ("string", "re", "datetime", "collections", "heapq", "bisect", "copy", "math", "random", "statistics",
+            "itertools", "functools", "operator", "io", "sys", "json")
+PRELUDE = ("".join(f"from {m} import *\n" for m in (*_MODULES, "builtins", "typing"))
+           + "".join(f"import {m}\n" for m in _MODULES) + "sys.setrecursionlimit(50000)\n")
 
 
 class _PlainUnpickler(pickle.Unpickler):
@@ -118,12 +126,13 @@ def to_task(row: dict, language: str = "python") -> dict:
     kinds = {t["testtype"] for t in tests}
     if len(kinds) > 1:
         raise RowError(FORMAT, "testtype", "mixes stdin and functional tests in one row")
+    extra = {"prefix": PRELUDE} if language == "python" else {}
     if kinds == {"stdin"}:
         cases = [{"stdin": t["input"], "stdout": t["output"]} for t in tests]
-        return code_task({"kind": "stdio", "cases": cases, "compare": "livecodebench"}, language)
+        return code_task({"kind": "stdio", "cases": cases, "compare": "livecodebench"}, language, **extra)
     meta = json_field(row, FORMAT, "metadata", {})
     fn = meta.get("func_name") if isinstance(meta, dict) else None
     if not isinstance(fn, str) or not fn:
         raise RowError(FORMAT, "metadata.func_name", "is missing: functional tests need the method's name")
     cases = [_call_case(t, i) for i, t in enumerate(tests)]
-    return code_task({"kind": "call", "fn_name": fn, "cases": cases, "float_tolerance": None}, language)
+    return code_task({"kind": "call", "fn_name": fn, "cases": cases, "float_tolerance": None}, language, **extra)

@@ -158,6 +158,7 @@ def test_codecontests_row_all_three_test_sets_its_limits_and_mode():
 
 def test_apps_and_taco_rows_reuse_the_verl_normalisation():
     t = datasets.to_task("codeparrot/apps", APPS_STDIO_ROW)
+    s_prefix = t.pop("prefix")
     assert t["tests"] == {"kind": "stdio", "compare": "apps",
                           "cases": [{"stdin": "abc\n", "stdout": "cba\n"}, {"stdin": "xy\n", "stdout": "yx\n"}]}
     assert "timeout_s" not in t
@@ -168,11 +169,13 @@ def test_apps_and_taco_rows_reuse_the_verl_normalisation():
     assert c["timeout_s"] == 3.0 and c["memory_mb"] == 128
     verl = task_of({"inputs": [[3]], "outputs": [[9]], "fn_name": "square"})
     assert verl["tests"]["cases"] == c["tests"]["cases"][:1]
+    assert c["prefix"] == s_prefix and "from typing import List" in s_prefix  # APPS' imports, Python only
+    assert "prefix" not in datasets.to_task("apps", APPS_STDIO_ROW, language="cpp")
 
 
 def test_livecodebench_rows_stdin_and_functional_private_tests_unpacked():
     s = datasets.to_task("livecodebench", LCB_STDIN_ROW)
-    assert s["tests"]["compare"] == "livecodebench"
+    assert s["tests"]["compare"] == "livecodebench" and s["prefix"] == livecodebench.PRELUDE
     assert [c["stdout"] for c in s["tests"]["cases"]] == ["8\n", "42\n"]
     f = datasets.to_task("livecodebench/code_generation_lite", LCB_CALL_ROW)
     CodeTask.model_validate(f)
@@ -300,7 +303,7 @@ def test_routing_by_data_source_and_dataset_tasks():
     # verl's own ground truth wins over the routing (PRIME's data_source "codecontests" with in/outs),
     # judged with prime_code's comparison as verl does for that source; other sources keep `lines`
     verl = task_of({"inputs": ["1\n"], "outputs": ["1\n"]}, "codecontests")
-    assert verl["tests"]["kind"] == "stdio" and verl["tests"]["compare"] == "prime_code"
+    assert verl["tests"]["kind"] == "stdio" and verl["tests"]["compare"] == "prime_code" and "List" in verl["prefix"]
     assert "compare" not in task_of({"inputs": ["1\n"], "outputs": ["1\n"]}, "my_source")["tests"]
     assert task_of({"inputs": [[1]], "outputs": [[1]], "fn_name": "f"}, "taco")["tests"]["kind"] == "call"
     d = task_of({"type": "dataset", "format": "mbpp", "row": MBPP_ROW})
@@ -333,9 +336,13 @@ CASES = [
      fence("#include <cstdio>\nint main(){long long a,b;scanf(\"%lld %lld\",&a,&b);printf(\"%lld\\n\",a*b);}", "cpp")),
     ("apps", APPS_STDIO_ROW, "python", fence("print(input()[::-1])"), fence("print(input())")),
     ("taco", TACO_CALL_ROW, "python", fence("def square(n):\n    return n * n"), fence("def square(n):\n    return 2 * n")),
+    # and APPS/TACO after theirs: Counter without an import
+    ("taco", TACO_CALL_ROW, "python", fence("def square(n):\n    return Counter({n: n})[n] * n"),
+     fence("def square(n):\n    return Counter([n])[n]")),
     ("livecodebench", LCB_STDIN_ROW, "python", fence("print(2 * int(input()))"), fence("print(int(input()) + 2)")),
+    # LiveCodeBench runs programs after its star-imports: the starter code's `List` needs no import
     ("livecodebench", LCB_CALL_ROW, "python",
-     fence("class Solution:\n    def maxOf(self, nums):\n        return max(nums)"),
+     fence("class Solution:\n    def maxOf(self, nums: List[int]) -> int:\n        return max(nums)"),
      fence("class Solution:\n    def maxOf(self, nums):\n        return nums[0]")),
     ("codeforces", CF_ROW, "python", fence("print(max(map(int, input().split())))"),
      fence("print(min(map(int, input().split())))")),
@@ -389,7 +396,7 @@ def test_rows_of_each_format_score_honest_and_wrong_programs(url):
     for res in r.json()["results"]:
         assert res["status"] == "ok", res
         if res["id"].endswith("good"):
-            assert res["reward"] == 1.0, res
+            assert res["reward"] == 1.0 and res["detail"]["flags"] == [], res  # a prelude's imports flag nothing
         else:
             assert res["reward"] < 1.0, res
     by_id = {res["id"]: res for res in r.json()["results"]}
