@@ -336,8 +336,9 @@ def _execve(ctrl: socket.socket, msg: dict) -> None:
     framing.send_frame(ctrl, {"syntax_ok": True, "message": ""})
     ctrl.close()
     argv = msg["argv"]
+    path = msg.get("path") or argv[0]  # an interactor's: its argv[0] does not name where it lies
     try:
-        os.execve(argv[0], argv, msg["env"])
+        os.execve(path, argv, msg["env"])
     except OSError as exc:
         os.write(2, f"cannot run {argv[0]}: {exc.strerror}\n".encode())
     os._exit(127)

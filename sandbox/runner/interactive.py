@@ -20,6 +20,7 @@ interactor said WA is WA.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 import time
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 from . import checker, cleanup, flags, limits, taskprog
 from .children import READ, WRITE, Candidate, Children, close_fd, exit_reason
+from .compile_cache import remove_entry_at
 from .compiled import CompiledRun, job_env
 from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
 from .launcher import Limits
@@ -39,10 +41,12 @@ RELAY_HOLD = 1 << 20  # bytes held for a side that does not read; past this its 
 INTERACTOR_OUTPUT_BYTES = 64 << 20  # what an interactor may write to the program in one test
 TOUT_BYTES = 16 << 20  # the interactor's output file, as read back for a checker
 POLL_S = 0.05  # how often a running exchange is looked at for a deadlock
+ENDED_WAIT_S = 0.25  # for the exit note of a program whose output ended first
+PYTHON_FAILURES = (b"Traceback (most recent call last)", b"can't open file")  # python's own exits 1 and 2
 INPUT, TOUT = "input.txt", "tout.txt"  # in the test's TaskDir (taskprog), the interactor's cwd
 
 
-def read_tout(tdir: taskprog.TaskDir, most: int = TOUT_BYTES) -> bytes:
+def read_tout(tdir: InteractorDir, most: int = TOUT_BYTES) -> bytes:
     """The interactor's output file (testlib's tout), read from the TaskDir's descriptor: a
     regular file only, never followed."""
     try:
@@ -55,6 +59,65 @@ def read_tout(tdir: taskprog.TaskDir, most: int = TOUT_BYTES) -> bytes:
         return os.read(fd, most)
     finally:
         os.close(fd)
+
+
+class InteractorDir(taskprog.TaskDir):
+    """The job's directory for its interactor: its installed build, each test's input and its
+    output file. Beside the scratch (`<scratch>.task`), not in it: the program's processes run while
+    the interactor does, and the scratch is theirs (they could rename an entry there, and its 0700
+    keeps the task uid from searching it by path, which an interpreter that makes its script's path
+    absolute does). The directory above is root's: no process of the job can add or move an entry
+    there. Made by root where nothing of the job's is (what was left at the name removed, never
+    followed), owned by the task uid, 0700; written from its descriptor."""
+
+    def __init__(self, ch: Children, scratch: str) -> None:
+        self.uid = taskprog.task_uid(ch)
+        self.parent, self.name = os.path.split(scratch.rstrip("/"))
+        self.name += ".task"
+        self.path = os.path.join(self.parent, self.name)
+        pfd = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            remove_entry_at(pfd, self.name)
+            os.mkdir(self.name, 0o700, dir_fd=pfd)
+            self.fd = os.open(self.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=pfd)
+        finally:
+            os.close(pfd)
+        if self.uid is not None:
+            os.fchown(self.fd, self.uid, self.uid)
+        os.fchmod(self.fd, 0o700)
+        self.installed = ""
+
+    def unlink(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=self.fd)
+
+    def remove(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        with contextlib.suppress(OSError):
+            pfd = os.open(self.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                remove_entry_at(pfd, self.name)
+            finally:
+                os.close(pfd)
+
+
+def read_build(art: str) -> dict[str, bytes]:
+    """A cached build's regular files (root's, one level: compiled._keep), read by descriptor."""
+    out: dict[str, bytes] = {}
+    dfd = os.open(art, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for fname in os.listdir(dfd):
+            fd = os.open(fname, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                    out[fname] = f.read(taskprog.INSTALL_BYTES + 1)
+            if sum(map(len, out.values())) > taskprog.INSTALL_BYTES:
+                raise OSError("the interactor's build is too large to install")
+    finally:
+        os.close(dfd)
+    return out
 
 
 class Exchange:
@@ -72,6 +135,7 @@ class Exchange:
         self.i_out = 0
         self.i_over = False
         self.p_eof = self.i_eof = False  # the stdout of each: ended (or no longer read)
+        self.eofs: list[str] = []  # whose stdout ended ("p", "i"), in the order this loop read the ends
         self.paused: set[int] = set()
 
     def attach_interactor(self, i: Candidate) -> None:
@@ -114,6 +178,7 @@ class Exchange:
             return
         if not data:
             self.p_eof = True
+            self.eofs.append("p")
             self._close(p, "stdout_r")
             if not self.to_i:
                 self._close(i, "stdin_w")  # the interactor reads the end of the program's output
@@ -154,6 +219,7 @@ class Exchange:
             return
         if not data:
             self.i_eof = True
+            self.eofs.append("i")
             self._close(i, "stdout_r")
             if not self.to_p:
                 self._close(p, "stdin_w")  # the program reads the end of its input
@@ -268,6 +334,9 @@ def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idl
             end.prog_limit = "deadlock"  # neither moved a byte nor used CPU for the time limit
             break
         wake = now + POLL_S
+    if x.eofs[:1] == ["p"]:  # its output ended first: did it end, or only close its stdout? (a moment to say)
+        ch.wait_exit(p.pid, ENDED_WAIT_S)
+    ended_itself = p.pid in ch.exits  # before we kill it
     ch.kill_candidate(p)
     ch.kill_candidate(i)
     x.close()
@@ -276,7 +345,9 @@ def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idl
         ch.pump(deadline - time.monotonic())
     _note_order(ch, (p.pid, i.pid), order)
     end.prog_note, end.itr_note = ch.exits.get(p.pid), ch.exits.get(i.pid)
-    end.prog_first = bool(order) and order[0] == p.pid
+    # who ended first: the end of whose output the relay read first (causal: the other side's end
+    # of input comes only after that), else the order of the kernel's exit notes
+    end.prog_first = ended_itself and (x.eofs[0] == "p" if x.eofs else bool(order) and order[0] == p.pid)
     return end
 
 
@@ -300,8 +371,8 @@ def interactor_verdict(end: Ending, python: bool, err: bytes, limit_s: float) ->
     judge_exit(end.itr_note, out)
     if out.exit is not None and out.exit < 0:
         return checker.Verdict("broken", message=out.message)
-    if out.exit == checker.WA and python and b"Traceback (most recent call last)" in err:
-        return checker.Verdict("broken", message="it raised: " + _last_line(err))
+    if python and out.exit in (1, 2) and any(m in err for m in PYTHON_FAILURES):  # 1, 2: WA, PE for testlib
+        return checker.Verdict("broken", message="python: " + _last_line(err))
     v = checker.read_verdict(out)
     if v.kind == "broken":
         v.message = f"exit code {out.exit}" + (f": {_last_line(err)}" if err.strip() else "")
@@ -327,6 +398,8 @@ class InteractiveRun(StdioRun):
         self.task_error = ""
         self.itr: taskprog.TaskProgram | None = None
         self.itr_meter = taskprog.task_meter()  # its stderr (testlib's comment); never the program's meter
+        self.tdir: InteractorDir | None = None
+        self.native = False
 
     def prepare(self) -> None:
         self.prepare_interactor()
@@ -343,6 +416,15 @@ class InteractiveRun(StdioRun):
                 self.itr.error = f"it does not compile: {type(exc).__name__}: {exc}"
         if not self.itr.ok:
             self.task_error = f"the interactor cannot run: {self.itr.error}"[:1000]
+        else:
+            # it runs beside the program, whose uid reads any process's command line: no path there
+            # names its build. A built executable runs from the cache (the one place a host lets
+            # programs be exec'ed) under the name "interactor"; a program an interpreter or a VM
+            # reads (Python, Java, node) from the job's InteractorDir (0700, the task uid's)
+            self.native = self.itr.lang.run[0].startswith("{art}")
+            if not self.native and not self.itr.files:
+                self.itr.files = read_build(self.itr.built.art)
+            self.tdir = InteractorDir(self.ch, self.scratch)
 
     def run(self) -> None:
         if self.task_error:
@@ -395,45 +477,47 @@ class InteractiveRun(StdioRun):
         ch, itr = self.ch, self.itr
         timeout = float(self.lim["timeout_s"])
         t0 = time.monotonic()
-        tdir = taskprog.TaskDir(ch, self.scratch)  # no process of the program runs now
-        try:
-            tdir.write(INPUT, case.get("stdin", "").encode("utf-8", "surrogateescape"))
-            x = Exchange(ch)
-            ilim = self.interactor_limits()
-            # the interactor first, jailed before the program starts (the slot's memory cgroup then
-            # keeps the program's limit, which the last process to join sets); its pipes are the
-            # relay's before any byte of it is read
-            i, iclock, iend = taskprog.start(ch, self.itr_meter, itr.argv(tdir, INPUT, TOUT, memory_mb=ilim.data_mb - itr.lang.run_overhead_mb),
-                                             tdir.path, ilim, on_take=x.attach_interactor)
-            if i is None:
-                self.flags.add(flags.INTERACTOR_FAILED)
-                return self._result("failed", f"the interactor failed: {iend.message}", t0), None
-            err_mark = len(self.itr_meter.kept["stderr"])
-            p = ch.take_candidate("script", self.meter)
-            ch.exits.pop(p.pid, None)  # a note of an earlier holder of the pid is not this one's
-            x.attach_program(p)
-            self.meter.start_unit()
-            uid = ch.c_uid if limits.can_switch_uid() else None
-            clock = TestClock(timeout, wall_factor_of(self.lim), time.monotonic(), tree_cpu_s(p.pid, uid))
-            why = self.start_program(p)
-            syntax = None if why else self.settle_program(p, clock.started + clock.hard_s)
-            if why or syntax is not None:
-                x.close()
-                ch.kill_candidate(p)
-                taskprog.finish(ch, i)
-                self._end_test()
-                return ({}, syntax) if syntax is not None else (self._result("error", why, t0), None)
-            end = converse(ch, x, clock, iclock, idle_s=timeout)
+        tdir = self.tdir
+        tdir.write(INPUT, case.get("stdin", "").encode("utf-8", "surrogateescape"))
+        tdir.unlink(TOUT)
+        x = Exchange(ch)
+        ilim = self.interactor_limits()
+        err_mark = len(self.itr_meter.kept["stderr"])
+        # the interactor first, jailed before the program starts (the slot's memory cgroup then
+        # keeps the program's limit, which the last process to join sets); its pipes are the
+        # relay's before any byte of it is read
+        argv = itr.argv(tdir, INPUT, TOUT, memory_mb=ilim.data_mb - itr.lang.run_overhead_mb)
+        path = ""
+        if self.native:
+            path, argv[0] = argv[0], "interactor"
+        i, iclock, iend = taskprog.start(ch, self.itr_meter, argv, tdir.path, ilim, on_take=x.attach_interactor,
+                                         path=path)
+        if i is None:
+            self.flags.add(flags.INTERACTOR_FAILED)
+            return self._result("failed", f"the interactor failed: {iend.message}", t0), None
+        p = ch.take_candidate("script", self.meter)
+        ch.exits.pop(p.pid, None)  # a note of an earlier holder of the pid is not this one's
+        x.attach_program(p)
+        self.meter.start_unit()
+        uid = ch.c_uid if limits.can_switch_uid() else None
+        clock = TestClock(timeout, wall_factor_of(self.lim), time.monotonic(), tree_cpu_s(p.pid, uid))
+        why = self.start_program(p)
+        syntax = None if why else self.settle_program(p, clock.started + clock.hard_s)
+        if why or syntax is not None:
+            x.close()
+            ch.kill_candidate(p)
             taskprog.finish(ch, i)
             self._end_test()
-            if end.prog_note == {"code": 0, "signal": 0}:
-                self.runs = True
-            err = bytes(self.itr_meter.kept["stderr"][err_mark:])
-            del self.itr_meter.kept["stderr"][err_mark:]
-            r = self.verdict(end, clock, interactor_verdict(end, itr.lang is taskprog.PYTHON_TASK, err, ilim.timeout_s))
-            tout = read_tout(tdir) if r is None and self.judge is not None else b""
-        finally:
-            tdir.remove()
+            return ({}, syntax) if syntax is not None else (self._result("error", why, t0), None)
+        end = converse(ch, x, clock, iclock, idle_s=timeout)
+        taskprog.finish(ch, i)
+        self._end_test()
+        if end.prog_note == {"code": 0, "signal": 0}:
+            self.runs = True
+        err = bytes(self.itr_meter.kept["stderr"][err_mark:])
+        del self.itr_meter.kept["stderr"][err_mark:]
+        r = self.verdict(end, clock, interactor_verdict(end, itr.lang is taskprog.PYTHON_TASK, err, ilim.timeout_s))
+        tout = read_tout(tdir) if r is None and self.judge is not None else b""
         if r is None:  # the interactor said OK and the program ended cleanly
             r = self.check(idx, case, tout)
             if r is None:
@@ -506,6 +590,10 @@ class InteractiveRun(StdioRun):
         if self.itr is not None:
             self.itr.release()
             self.itr = None
+        if self.tdir is not None:
+            taskprog.finish(self.ch, None)  # no process of the task uid holds it open
+            self.tdir.remove()
+            self.tdir = None
 
 
 KEEP_STDOUT = 4096  # of the first test's output, kept for the report (the program's queries)

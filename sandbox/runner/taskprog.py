@@ -280,12 +280,14 @@ def task_env(lang: Language, cwd: str) -> dict[str, str]:
 
 def start(ch: Children, meter: OutputMeter, argv: list[str], cwd: str, lim: Limits, stdin: str = "",
           env: dict[str, str] | None = None,
-          on_take: Callable[[Candidate], None] | None = None) -> tuple[Candidate | None, TestClock, ScriptEnd]:
+          on_take: Callable[[Candidate], None] | None = None,
+          path: str = "") -> tuple[Candidate | None, TestClock, ScriptEnd]:
     """Start `argv` as a jailed process of the task uid, cwd `cwd` (a TaskDir's path), its output
     charged to `meter`; returns once it is in its cwd, about to exec (or (None, ...) where it did
     not start: the ScriptEnd says why). The caller waits for it (`wait`) and ends it (`finish`).
     `on_take` sees the process before it is sent anything (an interactor: its pipes become the
-    caller's relay before any byte of it is read)."""
+    caller's relay before any byte of it is read). `path`: the file to exec where argv[0] is only
+    its name (an interactor's command line is readable to the candidate's uid)."""
     c = ch.take_candidate("script", meter)
     if on_take is not None:
         on_take(c)
@@ -298,6 +300,8 @@ def start(ch: Children, meter: OutputMeter, argv: list[str], cwd: str, lim: Limi
     if uid is not None:
         msg["uid"] = uid
     msg.update(argv=argv, env=env if env is not None else {**limits.CANDIDATE_ENV, "HOME": cwd, "TMPDIR": cwd})
+    if path:
+        msg["path"] = path
     if not ch.send_candidate(c, msg) or not ch.wait_settled(c, time.monotonic() + 10):
         out.status, out.message = "error", "the task program did not start"
         finish(ch, c)
