@@ -170,23 +170,54 @@ def absl_simple_atoi32(s: str) -> int | None:
     return v if -(1 << 31) <= v < (1 << 31) else None
 
 
+_ABSL_HEX = re.compile(r"-?0[xX](?P<int>[0-9a-fA-F]*)(?:\.(?P<frac>[0-9a-fA-F]*))?(?:[pP][+-]?[0-9]+)?")
+_ABSL_DECIMAL = re.compile(r"-?(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE][+-]?[0-9]+)?")
+_ABSL_DIGIT_LIMIT = 50_000_000  # charconv_parse.cc kDecimalDigitLimit (hexadecimal: a quarter)
+
+
+def _absl_pathological(int_part: str, frac: str, limit: int) -> bool:
+    """ParseFloat refuses a run of this many mantissa digits (or zeros after the point)."""
+    significant = int_part.lstrip("0")
+    if len(significant) >= limit:
+        return True
+    if not significant:
+        zeros = len(frac) - len(frac.lstrip("0"))
+        return zeros >= limit or len(frac) - zeros >= limit
+    return len(frac) >= limit
+
+
 def absl_simple_atod(s: str) -> float | None:
-    """absl::SimpleAtod: ASCII blanks stripped, one '+' skipped (not "+-"), then
-    absl::from_chars (general format: decimal, inf/infinity, nan(...), any case, no hex) over
-    the whole rest; overflow is +/-inf, underflow 0 (both correctly rounded, like float())."""
+    """absl::SimpleAtod (abseil 20211102, numbers.cc): ASCII blanks stripped, one '+' skipped
+    (not "+-"), then absl::from_chars in general format over the whole rest: decimal with an
+    optional exponent, inf/infinity and nan(...) in any case, and (charconv.cc FromCharsImpl)
+    a "0x" hexadecimal float with an optional 'p' exponent; overflow is +/-inf, underflow 0,
+    both correctly rounded as float() and float.fromhex() are."""
     s = s.strip(_ABSL_SPACE)
     if s.startswith("+"):
         s = s[1:]
         if s.startswith("-"):
             return None
-    if not _ABSL_DOUBLE.fullmatch(s):
-        return None
+    neg = s.startswith("-")
     low = s.lower()
-    neg = low.startswith("-")
-    if "nan" in low:
-        return -math.nan if neg else math.nan
-    if "inf" in low:
+    if low.lstrip("-").startswith(("inf", "nan")):
+        if not _ABSL_DOUBLE.fullmatch(s):
+            return None
+        if "nan" in low:
+            return -math.nan if neg else math.nan
         return -math.inf if neg else math.inf
+    m = _ABSL_HEX.fullmatch(s)
+    if m is not None and (m["int"] or m["frac"]):
+        if _absl_pathological(m["int"], m["frac"] or "", _ABSL_DIGIT_LIMIT // 4):
+            return None
+        try:
+            return float.fromhex(s)
+        except OverflowError:
+            return -math.inf if neg else math.inf
+    m = _ABSL_DECIMAL.fullmatch(s)
+    if m is None or not (m["int"] or m["frac"]):
+        return None
+    if _absl_pathological(m["int"], m["frac"] or "", _ABSL_DIGIT_LIMIT):
+        return None
     return float(s)  # correctly rounded, as from_chars is
 
 

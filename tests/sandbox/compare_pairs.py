@@ -10,7 +10,7 @@ import random
 
 WORDS = ["yes", "YES", "No", "no", "abc", "Hello", "world", "impossible", "-1", "x", "A", "é", "ß", "İ", "ǅ", "Ω",
          "naïve", "日本", "😀", "nan", "NaN", "inf", "-inf", "Infinity", "none", "True", "e", "E5", "1e", "0x1A", "١٢",
-         "²", "+", "-", ".", "1_000", "½"]
+         "²", "+", "-", ".", "1_000", "½", "0x1A.0", "0x1p-2", "\ufffd"]
 BLANKS = [" ", "  ", "\t", "\r", "\v", "\f", "\u00a0", "\u3000", "\u2028", "\x85", "\x1c", "\u200b"]
 
 
@@ -84,7 +84,9 @@ def _perturb(tok: str, r: random.Random) -> str:
         return str(int(v) + r.choice([1, -1])) if abs(v) < 1e30 else tok
     else:
         return r.choice(["1e400", "-1e400", "1e-400", "4.9e-324", "1.7976931348623157e308", "nan", "inf", "infinity",
-                         "-nan", "nan(1)", "1e", "1e+", ".", "-", "--1", "+-1", "1e5.5", "0x10", "1_0", "١"])
+                         "-nan", "nan(1)", "1e", "1e+", ".", "-", "--1", "+-1", "1e5.5", "0x10", "1_0", "١",
+                         "0x1p3", "0X.8", "0x1.8p1", "-0x10", "0x", "0x1p", "nan(abc)", "INFINITY", "1e0000000005",
+                         "1e1234567890", "1e-1234567890", "+.5e-", "5.e", "00.e5", "\x001"])
     return r.choice([f"{n:.17g}", f"{n:.6f}", f"{n:.9f}", f"{n:.12g}", repr(n), f"{n:e}"])
 
 
