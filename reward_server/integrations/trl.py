@@ -4,6 +4,7 @@
 from reward_server.compat.trl import make_trl_reward_func
 trainer = GRPOTrainer(model=..., reward_funcs=[make_trl_reward_func("http://127.0.0.1:8000")],
                       train_dataset=ds)   # ds has a "task" column: our task (dict or JSON string)
+# or a data set's own rows: make_trl_reward_func(url, dataset="deepmind/code_contests")
 ```
 
 TRL calls `reward_func(prompts=..., completions=..., **columns)`; completions may be

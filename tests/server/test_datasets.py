@@ -316,6 +316,16 @@ def test_routing_by_data_source_and_dataset_tasks():
         task_of({"type": "dataset", "format": "gsm8k", "row": {}})
 
 
+def test_rows_as_pandas_hands_them_over():
+    """verl reads parquet through pandas: struct columns arrive as dicts of numpy arrays."""
+    np = pytest.importorskip("numpy")
+    row = {**CC_ROW, "public_tests": {"input": np.array(["1 2\n"], dtype=object), "output": np.array(["3\n"])},
+           "time_limit": {"seconds": np.int64(2), "nanos": np.int64(0)}, "memory_limit_bytes": np.int64(1 << 28)}
+    t = task_of(row, "codecontests")
+    CodeTask.model_validate(t)
+    assert t["tests"]["cases"][0] == {"stdin": "1 2\n", "stdout": "3\n"} and t["timeout_s"] == 2.0
+
+
 def test_time_scale_multiplies_a_tasks_own_limit_capped_by_the_server():
     task = CodeTask.model_validate(datasets.to_task("codecontests", CC_ROW))
     assert build_job("x", task).limits.timeout_s == 2.5
