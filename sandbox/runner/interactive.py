@@ -279,8 +279,8 @@ class Exchange:
 class Ending:
     """How one test's exchange ended, as the supervisor saw it."""
 
-    prog_limit: str = ""  # cpu | wall | hard (its clock) | deadlock | output | protocol
-    itr_limit: str = ""  # cpu | wall | hard (its clock) | output
+    prog_limit: str = ""  # cpu | hard (its clock) | deadlock | output | protocol
+    itr_limit: str = ""  # cpu | hard (its clock) | output | idle
     prog_note: dict | None = None  # the kernel's word on how each ended
     itr_note: dict | None = None
     prog_first: bool = False  # the program ended before the interactor did
@@ -288,8 +288,14 @@ class Ending:
 
 def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idle_s: float) -> Ending:
     """Until both sides ended (or the interactor ended with anything but OK: its word decides, the
-    program is not waited for), or a limit hit; then both are killed and their ends read."""
+    program is not waited for), or a limit hit; then both are killed and their ends read.
+
+    Each side's limit is its CPU; no side's wall clock runs out while the other works (a program
+    waiting for a slow interactor is not slow): instead a test in which no byte moved and neither
+    side used CPU for `idle_s` ends (a deadlock, or a side that sleeps), and the hard cap bounds it."""
     p, i = x.p, x.i
+    for c in (clock, iclock):
+        c.wall_s = c.hard_s  # the backstop is the idle watch below
     p_uid = ch.c_uid if limits.can_switch_uid() else None
     end = Ending()
     order: list[int] = []
@@ -330,8 +336,11 @@ def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idl
         mark = (x.moved, (p_cpu or 0.0) + (i_cpu or 0.0))
         if mark[0] != last[0] or mark[1] > last[1] + 1e-3:
             last, progress_at = mark, now
-        elif not p_gone and not i_gone and now - progress_at >= idle_s:
-            end.prog_limit = "deadlock"  # neither moved a byte nor used CPU for the time limit
+        elif now - progress_at >= idle_s:  # neither moved a byte nor used CPU for the time limit
+            if p_gone:
+                end.itr_limit = "idle"  # it waits for nothing: the program has ended
+            else:
+                end.prog_limit = "deadlock"
             break
         wake = now + POLL_S
     if x.eofs[:1] == ["p"]:  # its output ended first: did it end, or only close its stdout? (a moment to say)
@@ -363,6 +372,8 @@ def interactor_verdict(end: Ending, python: bool, err: bytes, limit_s: float) ->
     a limit of its own, a signal, FAIL, a code testlib does not use, a Python traceback."""
     if end.itr_limit == "output":
         return checker.Verdict("broken", message=f"it wrote more than {INTERACTOR_OUTPUT_BYTES} bytes to the program")
+    if end.itr_limit == "idle":
+        return checker.Verdict("broken", message="it neither ended nor used CPU after the program ended")
     if end.itr_limit:
         return checker.Verdict("broken", message=f"it ran past its limit ({limit_s:g} s of CPU)")
     if end.itr_note is None:

@@ -103,3 +103,41 @@ def test_a_checker_judges_the_interactors_output_file(url):
     [res] = score(url, [item("python", GUESS_OK, task)])
     assert [t["status"] for t in res["detail"]["tests"]] == ["failed"], res  # 6 questions > 4.5: the interactor's OK, the checker's WA
     assert "checker" in res["detail"]["tests"][0]["message"], res
+
+
+# the interactor spends 1.5 s of CPU before it answers: the program's limit (1 s) counts its own CPU only
+SLOW_INTERACTOR = GUESS_PY.replace("print(n, q, flush=True)",
+                                   "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.5: pass\n"
+                                   "print(n, q, flush=True)")
+
+
+def test_the_programs_time_is_its_own_cpu(url):
+    task = PROBLEMS[0].task("python", timeout_s=1.0)
+    task["tests"]["interactor"]["source"] = SLOW_INTERACTOR
+    task["tests"]["cases"] = task["tests"]["cases"][:1]
+    spin = "import time\nt = time.process_time()\nwhile time.process_time() - t < 2: pass\n" + GUESS_OK
+    res = score(url, [item("python", GUESS_OK, task, "honest"), item("python", spin, task, "spins")])
+    assert [t["status"] for t in res[0]["detail"]["tests"]] == ["passed"], res[0]
+    assert [t["status"] for t in res[1]["detail"]["tests"]] == ["timeout"], res[1]
+    assert "CPU time limit" in res[1]["detail"]["tests"][0]["message"], res[1]
+
+
+# testlib's quitp: exit 7, "points <value>" on stderr: half credit for a search over half the budget
+POINTS_INTERACTOR = GUESS_PY.replace('''        out.write(f"{asked}\\n"); out.close()''', '''        out.write(f"{asked}\\n"); out.close()
+        if 2 * asked > q:
+            print("points 0.5 slow search", file=sys.stderr); sys.exit(7)''')
+
+
+def test_an_interactors_points_are_partial_credit(url):
+    task = PROBLEMS[0].task("python")
+    task["tests"]["interactor"]["source"] = POINTS_INTERACTOR
+    task["tests"]["cases"] = [{"stdin": "100 50 12", "stdout": ""}, {"stdin": "100 1 12", "stdout": ""}]
+    [res] = score(url, [item("python", GUESS_OK, task)])
+    d = res["detail"]
+    # 50 is found at once (passed); 1 takes 6 questions, over half of 12? no: 6 <= 6 -> passed too
+    assert [t["status"] for t in d["tests"]] == ["passed", "passed"], d
+    task["tests"]["cases"] = [{"stdin": "100 1 10", "stdout": ""}]
+    [res] = score(url, [item("python", GUESS_OK, task)])
+    [t] = res["detail"]["tests"]
+    assert t["status"] == "failed" and t["score"] == pytest.approx(0.5), res
+    assert 0 < res["reward"] < 1
