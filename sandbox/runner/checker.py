@@ -89,6 +89,7 @@ class CheckerJudge:
         self.out_fd = -1
         self.meter = taskprog.task_meter()
         self.identity = b""
+        self.runner: taskprog.TaskLauncher | None = None  # the checker's launcher and TaskDir, made on first use
 
     def prepare(self) -> bool:
         """Build the checker (before any candidate process of the job runs); False: the task's fault."""
@@ -121,14 +122,11 @@ class CheckerJudge:
         the checker rejected the case's own answer (`fault` says so: the task's error)."""
         # the candidate's processes are dead: its files go (its quota back for ours), then ours come
         reset_scratch(self.scratch, self.ch.c_uid, None, self.keep)
-        tdir = taskprog.TaskDir(self.ch, self.scratch)
+        stdin, answer = encode_stdin(case.get("stdin", "")), encode_stdin(case["stdout"])
+        key = hashlib.sha256(self.identity + hashlib.sha256(stdin).digest() + hashlib.sha256(answer).digest()).digest()
         try:
-            stdin, answer = encode_stdin(case.get("stdin", "")), encode_stdin(case["stdout"])
-            tdir.write(INPUT, stdin)
-            tdir.write(ANSWER, answer)
-            key = hashlib.sha256(self.identity + hashlib.sha256(stdin).digest() + hashlib.sha256(answer).digest()).digest()
-            if key not in _accepted:
-                v = read_verdict(self._run(tdir, ANSWER))
+            if key not in _accepted:  # the reference as the output: it must pass
+                v = read_verdict(self._run(stdin, answer, answer))
                 if v.kind != "ok" and not (v.kind == "points" and v.score >= 1.0):
                     self.fault = (f"the checker does not accept test {index}'s expected answer as the output "
                                   f"({v.kind}: {v.message})")[:1000]
@@ -138,16 +136,22 @@ class CheckerJudge:
                     _accepted.popitem(last=False)
             else:
                 _accepted.move_to_end(key)
-            tdir.write(OUTPUT, self.out_fd)
-            v = read_verdict(self._run(tdir, OUTPUT))
-        finally:
-            tdir.remove()
+            v = read_verdict(self._run(stdin, self.out_fd, answer))
+        except OSError as exc:  # its directory could not be written (the scratch full, moved): not the checker's
+            v = Verdict("broken", message=f"the checker's files could not be written: {exc.strerror}")
         return self._result(v)
 
-    def _run(self, tdir: taskprog.TaskDir, output: str) -> ScriptEnd:
-        lim = taskprog.task_limits(self.prog.lang, self.lim)
-        argv = self.prog.argv(tdir, INPUT, output, ANSWER, memory_mb=lim.data_mb - self.prog.lang.run_overhead_mb)
-        return taskprog.run(self.ch, self.meter, argv, tdir.path, lim)
+    def _run(self, stdin: bytes, output: bytes | int, answer: bytes) -> ScriptEnd:
+        """The checker once on these files, from the job's task launcher."""
+        if self.runner is None:
+            lim = taskprog.task_limits(self.prog.lang, self.lim)
+            self.runner = taskprog.TaskLauncher(self.ch, self.scratch, self.keep, self.prog, lim, (INPUT, OUTPUT, ANSWER),
+                                                self.meter)
+        tdir = self.runner.dir()
+        tdir.write(INPUT, stdin)
+        tdir.write(OUTPUT, output)
+        tdir.write(ANSWER, answer)
+        return self.runner.run()
 
     def _result(self, v: Verdict) -> dict:
         if v.kind == "ok" or (v.kind == "points" and v.score >= 1.0):
@@ -162,6 +166,9 @@ class CheckerJudge:
         return {"status": "failed", "message": f"checker: {what}: {v.message}"[:300]}
 
     def release(self) -> None:
+        if self.runner is not None:
+            self.runner.close()
+            self.runner = None
         if self.prog is not None:
             self.prog.release()
         if self.out_fd >= 0:

@@ -26,7 +26,7 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from . import cleanup, limits
@@ -35,7 +35,7 @@ from .compile_cache import remove_entry_at
 from .compiled import Build, build, job_env, run_argv
 from .cpuclock import TestClock
 from .languages import Language, spec
-from .launcher import Limits
+from .launcher import Launcher, Limits
 from .script import ScriptEnd, _await_end, encode_stdin, feed_stdin
 
 TASK_DIR = ".vr-task"  # the TaskDir's name in the job's scratch
@@ -235,6 +235,16 @@ class TaskDir:
             self.installed = "bin"
         return self.installed
 
+    def intact(self) -> bool:
+        """Whether the scratch's entry at TASK_DIR is still this directory (the candidate can
+        rename or, once empty, remove it: it owns the scratch)."""
+        try:
+            here = os.stat(self.path, follow_symlinks=False)
+            mine = os.fstat(self.fd)
+        except OSError:
+            return False
+        return stat.S_ISDIR(here.st_mode) and (here.st_dev, here.st_ino) == (mine.st_dev, mine.st_ino) and mine.st_nlink > 0
+
     def remove(self) -> None:
         """Gone from the scratch (its entries first: the task uid's files in a root-held fd)."""
         if self.fd >= 0:
@@ -341,6 +351,72 @@ def run(ch: Children, meter: OutputMeter, argv: list[str], cwd: str, lim: Limits
     out.stdout = bytes(meter.kept["stdout"][before["stdout"]:])
     out.stderr = bytes(meter.kept["stderr"][before["stderr"]:])
     return out
+
+
+@contextlib.contextmanager
+def as_task_uid(ch: Children) -> Iterator[None]:
+    """The connection's candidate machinery (load messages, the run tail's uid sweep, pipe
+    ownership) aimed at the task uid for the block: a launcher.Launcher started or run inside it
+    is the task's. The verdict process (the same uid, idle in a stdio job) is ended first, so the
+    sweep of the task uid spares nothing; the next job that needs one forks it afresh."""
+    uid = task_uid(ch)
+    if uid is None:
+        yield
+        return
+    if ch.v is not None and not ch.v.busy:
+        ch.kill_verdict()
+    saved, ch.c_uid = ch.c_uid, uid
+    try:
+        yield
+    finally:
+        ch.c_uid = saved
+
+
+class TaskLauncher:
+    """A task program started once per test from one jail of the task uid (launcher.Launcher:
+    a fork and jail entry per job, an exec per test), cwd a TaskDir kept for the job (in the
+    scratch's `keep`: its files are the task uid's, 0700; root writes them by descriptor before
+    each run, after the candidate's run ended). A TaskDir the candidate moved or emptied is made
+    afresh with a fresh launcher."""
+
+    def __init__(self, ch: Children, scratch: str, keep: set[str], prog: TaskProgram, lim: Limits,
+                 args: tuple[str, ...], meter: OutputMeter) -> None:
+        self.ch, self.scratch, self.keep, self.prog, self.lim, self.args, self.meter = ch, scratch, keep, prog, lim, args, meter
+        self.tdir: TaskDir | None = None
+        self.launcher: Launcher | None = None
+
+    def dir(self) -> TaskDir:
+        """The job's TaskDir, made on first use (only while no candidate code runs)."""
+        if self.tdir is None or not self.tdir.intact():
+            self.close()
+            self.keep.add(TASK_DIR)
+            self.tdir = TaskDir(self.ch, self.scratch)
+        return self.tdir
+
+    def run(self) -> ScriptEnd:
+        """One run of the program on the files written in `dir()` (fresh jail where the last one went)."""
+        tdir = self.dir()
+        with as_task_uid(self.ch):
+            if self.launcher is not None and not self.launcher.usable():
+                self.launcher.close()
+                self.launcher = None
+            if self.launcher is None:
+                argv = self.prog.argv(tdir, *self.args, memory_mb=self.lim.data_mb - self.prog.lang.run_overhead_mb)
+                env = {**limits.CANDIDATE_ENV, "HOME": tdir.path, "TMPDIR": tdir.path}
+                self.launcher = Launcher.start(self.ch, self.meter, argv, env, tdir.path, self.lim)
+            if self.launcher is None:
+                return ScriptEnd(status="error", message="the task program's launcher did not start")
+            return self.launcher.run("", self.lim)
+
+    def close(self) -> None:
+        if self.launcher is not None:
+            with as_task_uid(self.ch):
+                self.launcher.close()
+            self.launcher = None
+        if self.tdir is not None:
+            self.tdir.remove()
+            self.tdir = None
+        self.keep.discard(TASK_DIR)
 
 
 def task_meter() -> OutputMeter:
