@@ -28,6 +28,7 @@ GRACE_S = 1.0  # for an interrupted cell to answer before its process is killed
 OUTPUT_LIMIT = 8 << 20  # bytes one call may write (stdout + stderr) before it is interrupted
 KEEP_BYTES = 1 << 20  # kept per stream and call
 START_S = 10.0  # for a fresh interpreter to say it is ready
+REAP_WAIT_S = 0.5  # for a call's killed processes to be gone
 NOFILE = 64
 FSIZE_MB = 16
 
@@ -44,6 +45,7 @@ class SessionRun:
         self.c: Candidate | None = None
         self.meter = OutputMeter(OUTPUT_LIMIT, KEEP_BYTES)
         self.lost = ""  # why the session is gone ("" while it lives)
+        self.settle = False  # a call has answered: its processes are to be killed, the interpreter stopped
         self.cpu_total = 0.0
         self.uid = ch.c_uid if limits.can_switch_uid() else None
 
@@ -76,10 +78,18 @@ class SessionRun:
             self.ch.kill_candidate(self.c)
 
     def idle(self) -> None:
-        """Between calls: only the interpreter lives, and it is stopped."""
+        """Between calls: only the interpreter lives, and it is stopped (after each call's answer
+        is out, before the next call is read)."""
         c = self.c
         assert c is not None
-        cleanup.kill_uids({self.ch.c_uid}, spare={c.pid})
+        self.settle = False
+        if cleanup.kill_uids({self.ch.c_uid}, spare={c.pid}):
+            # dead before the next call: the interpreter reaps them then, so they never hold its nproc
+            deadline = time.monotonic() + REAP_WAIT_S
+            while any(pid != c.pid for pid, _ in cleanup.processes_of({self.ch.c_uid})):
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(0.001)
         try:
             os.kill(c.pid, signal.SIGSTOP)
         except OSError:
@@ -95,7 +105,7 @@ class SessionRun:
         meter.start_unit()
         timeout = float(req["timeout_s"])
         t0 = time.monotonic()
-        cpu0 = tree_cpu_s(c.pid, self.uid)
+        cpu0 = tree_cpu_s(c.pid, None)  # between calls only the interpreter lives: no scan for others
         clock = TestClock(timeout, 1.0, t0, cpu0)  # wall_factor 1: the call's limit is wall clock and CPU alike
         c.channel.load.replies.clear()
         try:
@@ -133,7 +143,7 @@ class SessionRun:
             self._drain(c)
             return self._lose(c, over, clock, time_s, cpu_s)
         self._drain(c)
-        self.idle()
+        self.settle = True  # the supervisor calls idle() once the answer is out
         status = {"ok": "ok", "error": "error", "interrupted": "timeout"}[reply["status"]]
         message = ""
         if over == "output":

@@ -151,6 +151,8 @@ class Supervisor:
                     self.emit(session.execute(req))
                 finally:
                     ch.watch_client(None)
+                    if session.settle:
+                        session.idle()  # answered first; no new call is read before this
         except (framing.FrameError, OSError):
             pass
         finally:
