@@ -281,11 +281,14 @@ def test_node_killed_mid_batch_loses_nothing(fleet):
 
 
 def test_autoscaling_on_inflight_jobs(fleet):
-    """Sustained load above one replica's capacity adds a replica; quiet takes it away."""
+    """Sustained load above one replica's capacity adds a replica; quiet takes it away. The load
+    is one request of 16 slow jobs at a time: one ongoing request, under Serve's default target
+    of 2, so only the jobs the replica reports (target 2 each) can ask for a second replica."""
     alive = [n for n in fleet.nodes if n.node_id not in fleet.removed]
     assert len(alive) >= 2
     fleet.deploy(replicas="auto", autoscale=True, min_replicas=1, target_jobs=2, health_check_period_s=0.5,
-                 autoscaling={"upscale_delay_s": 0.5, "downscale_delay_s": 2.0, "look_back_period_s": 1.0})
+                 autoscaling={"initial_replicas": 1, "upscale_delay_s": 0.5, "downscale_delay_s": 2.0,
+                              "look_back_period_s": 1.0})
     deadline = time.monotonic() + 60
     while fleet.running() != 1:  # the fixed fleet's extra replicas go
         assert time.monotonic() < deadline, serve.status().applications[APP_NAME]
@@ -295,7 +298,7 @@ def test_autoscaling_on_inflight_jobs(fleet):
     failures: list[str] = []
 
     def load() -> None:
-        with RewardClient(fleet.url, max_batch=1, max_concurrency=8) as client:
+        with RewardClient(fleet.url, max_batch=16, max_concurrency=1) as client:
             while not stop.is_set():
                 res = client.score([add_item(k, sleep_s=0.5) for k in range(16)])
                 failures.extend(r.status for r in res if r.status != "ok" or r.reward != pytest.approx(1.0))
