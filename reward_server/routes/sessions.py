@@ -31,6 +31,7 @@ router = APIRouter(tags=["sessions"])
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such session (never opened here, or ended: "
                                                      "the detail says how)"}}
 _WITH_ID = {**BODY_RESPONSES, **_NOT_FOUND}
+_INLINE = 16 << 10  # an execute body this small is parsed on the event loop (no thread hop)
 
 
 def manager(request: Request) -> SessionManager:
@@ -82,7 +83,7 @@ async def execute(request: Request, session_id: str):
     st = ServerState.of(request)
     m = manager(request)
     m.get(session_id)  # 404 before the body is read
-    req = await parse_body(request, SessionExec)
+    req = await parse_body(request, SessionExec, inline_max=_INLINE)
     if req.timeout_s > st.settings.max_timeout_s:
         raise invalid(["timeout_s"], f"at most {st.settings.max_timeout_s}", "less_than_equal")
     return _json(await m.execute(session_id, req))
