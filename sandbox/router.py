@@ -211,7 +211,7 @@ class RuntimePools:
         return await self.pool(name), moved
 
     async def run(self, job: Job, on_event: Callable[[dict], None] | None = None) -> JobResult:
-        p, moved = await self._route(job.language, job.runtime)
+        p, moved = await self._route(_toolchain_language(job), job.runtime)
         if moved is not None:
             job = job.model_copy(update={"runtime": moved})
         return await p.run(job, on_event)
@@ -325,3 +325,16 @@ class RuntimePools:
     def handles(self) -> list[RunnerHandle]:
         """Every pool's live runners (tests kill them to check recovery)."""
         return [h for p in self.pools.values() for h in p.handles()]
+
+
+def _toolchain_language(job: Job) -> str:
+    """The language a job's pool must build: the program's, or, for a Python program, that of
+    a task program (checker, interactor) in another language, which the toolchain pool builds
+    (where the Python program runs on the lean runtime)."""
+    if job.language != "python":
+        return job.language
+    tests = job.tests
+    for prog in (getattr(tests, "checker", None), getattr(tests, "interactor", None)):
+        if prog is not None and prog.language != "python":
+            return prog.language
+    return job.language
