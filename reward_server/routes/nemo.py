@@ -12,15 +12,19 @@ the server it talks to, `local_sandbox/local_sandbox_server.py`): `POST /execute
   `File` lines dropped, as the NeMo server's Plain mode does) goes to stdout with status `error`.
   A session whose process was lost answers `timeout` or `error` with `new_session_created: true`
   and is replaced on the next call; the client then replays its history, as it does against
-  NeMo's own server after a restart.
+  NeMo's own server after a restart. NeMo's server holds any number of sessions and its client
+  never deletes one it did not restore: when this server is full, the least recently used idle
+  session of this protocol is ended to make room (its client restores it when it comes back).
 - `python`, `python3`, `pypy3` run once, statelessly (a job like `/run_code`'s); an exception is
   `completed` with the traceback on stderr, as NeMo's server answers. `lean4` and `shell` are not
-  offered (422 naming `language`).
+  offered (422 naming `language`). Tracebacks are shaped as there (`File "<string>"` frames
+  without source lines, as `python -c` prints them).
 Output longer than `max_output_characters` is cut and ends in `<output cut>`, as there.
 """
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import Any
 
@@ -29,7 +33,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reward_server.body import parse_body, request_body
-from reward_server.errors import BODY_RESPONSES, InvalidRequest, error, invalid
+from reward_server.errors import BODY_RESPONSES, InvalidRequest, RequestRejected, error, invalid
 from reward_server.routes.sessions import manager
 from reward_server.sessions.manager import Session, SessionManager
 from reward_server.sessions.models import SessionCreate
@@ -65,10 +69,49 @@ def _cut(text: str, n: int) -> str:
     return text[:n] + _CUT if len(text) > n else text
 
 
-def _plain_traceback(tb: str) -> str:
-    """A traceback as NeMo's server shows it in Plain mode: its `File ...` lines dropped."""
+_CARETS = re.compile(r"^\s*[~^]+\s*$")
+_SYNTAX = ("SyntaxError", "IndentationError", "TabError")
+_PROG_FRAME = re.compile(r'^(\s*)File "[^"]*prog\.py", line (\d+)(.*)$')
+_COMPILE_ERROR = re.compile(r"^(\w+Error): (.*) \(prog\.py, line (\d+)\)$")
+
+
+def _plain_traceback(tb: str, etype: str) -> str:
+    """A cell's traceback as IPython's Plain mode shows it (NeMo's server): no `File` lines, no
+    3.11 position carets under a runtime error's line; a syntax error keeps its caret (at the
+    line's start where the position is not known)."""
     lines = [ln for ln in tb.rstrip("\n").split("\n") if not ln.strip().startswith("File ")]
+    if etype in _SYNTAX:
+        if len(lines) >= 2 and not any(_CARETS.match(ln) for ln in lines):
+            lines.insert(len(lines) - 1, "    ^")
+    else:
+        lines = [ln for ln in lines if not _CARETS.match(ln)]
     return "\n".join(lines) + "\n" if lines else ""
+
+
+def _python_c_stderr(stderr: str, program: str) -> str:
+    """A run's stderr as `python -c` writes it (NeMo's server runs `python` languages so): the
+    program's frames are `File "<string>"` with no source line under them."""
+    out: list[str] = []
+    skip = False
+    for ln in stderr.split("\n"):
+        m = _PROG_FRAME.match(ln)
+        if m:
+            out.append(f'{m.group(1)}File "<string>", line {m.group(2)}{m.group(3)}')
+            skip = True
+            continue
+        if skip and (ln.startswith("    ") or _CARETS.match(ln)):
+            continue
+        skip = False
+        m = _COMPILE_ERROR.match(ln)
+        if m:  # the build's one-line error, as python -c reports a program that does not compile
+            src = program.split("\n")
+            n = int(m.group(3))
+            out.append(f'  File "<string>", line {n}')
+            if 0 < n <= len(src):
+                out.append("    " + src[n - 1].strip())
+            ln = f"{m.group(1)}: {m.group(2)}"
+        out.append(ln)
+    return "\n".join(out)
 
 
 def _answer(res: SessionExecResult, timeout: float) -> dict[str, Any]:
@@ -77,7 +120,7 @@ def _answer(res: SessionExecResult, timeout: float) -> dict[str, Any]:
         out = res.stdout + (res.result + "\n" if res.result is not None else "")
         return {"process_status": "completed", "stdout": out, "stderr": res.stderr}
     if res.status == "error":
-        tb = _plain_traceback(res.error.traceback) if res.error is not None else ""
+        tb = _plain_traceback(res.error.traceback, res.error.type) if res.error is not None else ""
         if res.error is not None and not tb:
             tb = f"{res.error.type}: {res.error.message}\n"
         return {"process_status": "error", "stdout": res.stdout + tb, "stderr": res.stderr}
@@ -96,7 +139,16 @@ async def _session_for(m: SessionManager, xid: str) -> tuple[Session, bool]:
         if not s.lost:
             return s, False
         await m.close(s.id)
-    s = await m.open(SessionCreate(labels={LABEL: xid}))
+    try:
+        s = await m.open(SessionCreate(labels={LABEL: xid}))
+    except RequestRejected as e:
+        # full: NeMo's client restores a session from its own history when told it is new, so the
+        # least recently used idle one of this protocol makes room (NeMo's server has no cap)
+        idle = [o for o in m.find({}) if LABEL in o.labels and not o.busy]
+        if e.status != 429 or not idle:
+            raise
+        await m.close(min(idle, key=lambda o: o.last_used).id)
+        s = await m.open(SessionCreate(labels={LABEL: xid}))
     others = [o for o in m.find({LABEL: xid}) if o.id != s.id and not o.lost]
     if others:  # a concurrent first call opened one too: keep the earlier
         await m.close(s.id)
@@ -114,7 +166,8 @@ async def _stateless(st: ServerState, req: NemoExecute) -> dict[str, Any]:
         return {"process_status": "error", "stdout": "", "stderr": f"sandbox error: {e}\n"}
     if res.status == "timeout":
         return {"process_status": "timeout", "stdout": "", "stderr": f"Execution timed out after {req.timeout} seconds\n"}
-    return {"process_status": "completed", "stdout": res.stdout, "stderr": res.stderr}
+    return {"process_status": "completed", "stdout": res.stdout,
+            "stderr": _python_c_stderr(res.stderr, req.generated_code)}
 
 
 @router.post("/execute", summary="NeMo-Skills: run code (ipython: in the X-Session-ID's session)",
