@@ -444,6 +444,42 @@ def test_nemo_skills_protocol(http):
     assert r.status_code == 422 and r.json()["detail"][0]["field"] == "language"
 
 
+def test_nemo_sessions_past_capacity_evict_the_least_recently_used(http):
+    """NeMo's server holds any number of sessions and its client deletes none it did not restore:
+    here a full server ends the least recently used idle NeMo session, and that client, told
+    `new_session_created`, replays its history (as after a restart of NeMo's own server)."""
+    cap = http.get("/readyz").json()["sessions"]["capacity"]
+    ids = [str(uuid.uuid4()) for _ in range(cap + 1)]
+    try:
+        for i, xid in enumerate(ids):
+            out = nemo(http, f"v = {i}\nv", xid).json()
+            assert out["process_status"] == "completed" and out["stdout"] == f"{i}\n", out
+        again = nemo(http, "v", ids[0]).json()  # the oldest was evicted for the last one
+        assert again["new_session_created"] is True and again["process_status"] == "error"
+        assert nemo(http, "v", ids[-1]).json()["stdout"] == f"{cap}\n"
+    finally:
+        for xid in ids:
+            http.delete(f"/sessions/{xid}")
+
+
+@pytest.mark.skipif(not os.environ.get("NEMO_SKILLS_SRC"),
+                    reason="NeMo-Skills is not on PyPI: NEMO_SKILLS_SRC=<a checkout> runs its client and its tests "
+                           "unchanged (bench/nemo_compat.py)")
+def test_nemo_skills_client_and_its_tests_unchanged(url, monkeypatch):
+    import asyncio
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("nemo_compat", Path(__file__).parents[2] / "bench/nemo_compat.py")
+    compat = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compat)
+    host, port = url.removeprefix("http://").split(":")
+    monkeypatch.setenv("NEMO_SKILLS_SANDBOX_HOST", host)
+    monkeypatch.setenv("NEMO_SKILLS_SANDBOX_PORT", port)
+    results = asyncio.run(compat.run_all(compat.load(Path(os.environ["NEMO_SKILLS_SRC"]))))
+    assert [r for r in results if r[1] != "passed"] == [] and len(results) == 23
+
+
 # ---------------------------------------------------------------------------- the bundled client
 
 def test_client_routes_a_session_to_its_server(server, shared_servers):
