@@ -148,6 +148,8 @@ class SessionRun:
         message = ""
         if over == "output":
             status, message = "error", _limit_message(over, timeout)
+        elif over and status == "ok":  # it completed as the interrupt was sent: an answer all the same
+            message = _limit_message(over, timeout).replace(" and was interrupted", "")
         elif over:
             status, message = "timeout", _limit_message(over, timeout)
         elif status == "timeout":  # interrupted by itself (os.kill(os.getpid(), SIGINT)): its own error
@@ -164,7 +166,10 @@ class SessionRun:
             why = f"the session broke the runner protocol: {c.violation.why}"
         elif c.pid in ch.exits:
             status, why = exit_reason(ch.exits[c.pid])
-            if status == "timeout":
+            # SIGKILL with no CPU figure left (the process is gone): the budget, where the session's
+            # CPU before the call plus the call's wall time reaches it (one thread spends no more)
+            budget = float(self.msg["cpu_budget_s"])
+            if status == "timeout" or (status == "memory" and self.cpu_total - cpu_s + time_s >= budget):
                 why = "the session's CPU budget is spent"
             why = f"the session's interpreter ended: {why}"
         elif over:

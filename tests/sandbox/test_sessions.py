@@ -131,7 +131,11 @@ async def test_os_exit_and_the_cpu_budget_lose_the_session(pool):
         r = await ex(pool, key, "import os\nos._exit(0)")
         assert r.status == "session_lost" and "ended" in r.message, r
     async with session(pool, cpu_budget_s=1) as key:
-        r = await ex(pool, key, "while True:\n    pass", timeout_s=20)
+        r = await ex(pool, key, "while True:\n    pass", timeout_s=120)  # the budget ends it first
+        assert r.status == "session_lost" and "CPU budget" in r.message, r
+    async with session(pool, cpu_budget_s=1) as key:  # SIGXCPU ignored: the hard limit's SIGKILL
+        r = await ex(pool, key, "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass",
+                     timeout_s=120)
         assert r.status == "session_lost" and "CPU budget" in r.message, r
 
 
