@@ -24,7 +24,7 @@ from . import cleanup, files, limits
 from .children import READ_BYTES, Candidate, Children, InfraFailure, OutputMeter, close_fd, exit_reason
 from .cpuclock import TestClock, tree_cpu_s
 
-GRACE_S = 1.0  # for an interrupted cell to answer before its process is killed
+GRACE_S = 2.0  # for an interrupted cell to answer before its process is killed (a loaded machine's turn included)
 OUTPUT_LIMIT = 8 << 20  # bytes one call may write (stdout + stderr) before it is interrupted
 KEEP_BYTES = 1 << 20  # kept per stream and call
 START_S = 10.0  # for a fresh interpreter to say it is ready

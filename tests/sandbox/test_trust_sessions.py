@@ -203,7 +203,9 @@ async def test_bombs_end_as_that_sessions_error(one_runner, bomb):
         await ex(pool, neighbour, "kept = 'neighbour'")
         uid = int((await ex(pool, s, "import os\nos.getuid()")).result)
         r = await ex(pool, s, code, timeout_s=timeout_s)
-        expect = {"fork": {"timeout"}, "memory": {"error"}, "output": {"error"}, "loop": {"timeout"},
+        # a fork bomb's spinning children compete with the interrupted interpreter for the CPU: on a
+        # loaded machine its answer may miss the grace, and the session is lost: its own error either way
+        expect = {"fork": {"timeout", "session_lost"}, "memory": {"error"}, "output": {"error"}, "loop": {"timeout"},
                   "c-loop": {"session_lost"}}[bomb]
         assert r.status in expect, r
         if bomb == "memory":
