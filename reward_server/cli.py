@@ -39,6 +39,9 @@ def serve(
     max_memory_mb: int | None = typer.Option(None, help="ceiling for a task's memory_mb"),
     auth_token: str | None = typer.Option(None, help="require this bearer token [env REWARD_SERVER_AUTH_TOKEN]"),
     math_workers: int | None = typer.Option(None, help="math grader worker processes"),
+    time_scale: float | None = typer.Option(None, help="multiplies the time limit a task (or a data set's row) gives, for a slower or faster host than the data set's judge [env REWARD_SERVER_TIME_SCALE, default 1]"),
+    testlib_header: str | None = typer.Option(None, help="path of testlib.h for checkers and interactors that include it [env REWARD_SERVER_TESTLIB_HEADER]"),
+    max_sessions: int | None = typer.Option(None, help="/v1/sessions held at once (429 beyond) [default: what the sandbox holds]"),
     log_level: str | None = typer.Option(None, help="debug|info|warning|error"),
     text_logs: bool = typer.Option(False, "--text-logs", help="plain text logs instead of JSON"),
 ) -> None:
@@ -53,7 +56,8 @@ def serve(
         "max_items_per_request": max_items,
         "max_body_bytes": max_body_bytes, "max_inflight_jobs": max_inflight, "max_queued_jobs": max_queued,
         "max_timeout_s": max_timeout_s, "max_memory_mb": max_memory_mb, "auth_token": auth_token,
-        "math_workers": math_workers, "log_level": log_level,
+        "math_workers": math_workers, "log_level": log_level, "time_scale": time_scale,
+        "testlib_header": testlib_header, "max_sessions": max_sessions,
     }
     overrides = {k: v for k, v in overrides.items() if v is not None}
     if lazy_runtimes is not None:

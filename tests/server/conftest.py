@@ -55,7 +55,8 @@ def cli_server(request, tmp_path_factory) -> CliServer:
     token = "s3cret-token"
     log = tmp_path_factory.mktemp("cli") / "server.log"
     srv = SubprocessServer.start(["--sandbox", request.param, "--pool", "1", "--max-inflight", "1",
-                                  "--max-queued", "2", "--auth-token", token, "--log-level", "info"],
+                                  "--max-queued", "2", "--auth-token", token, "--log-level", "info",
+                                  "--time-scale", "1.5", "--max-sessions", "3"],
                                  log_path=log, timeout_s=120)
     yield CliServer(srv.url, srv.proc, token)
     srv.stop()

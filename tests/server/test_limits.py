@@ -146,3 +146,13 @@ def test_graceful_shutdown_finishes_accepted_work(kind):
     assert r.status_code == 200
     assert [x["reward"] for x in r.json()["results"]] == [pytest.approx(1.0)] * 4
     assert not s.thread.is_alive()
+
+
+def test_cli_flags_reach_the_settings(cli_server):
+    """`--time-scale` and `--max-sessions` (the judging and session settings) take effect as
+    their environment variables do: /readyz reports them."""
+    r = httpx.get(cli_server.url + "/readyz", headers={"Authorization": f"Bearer {cli_server.token}"}, timeout=10)
+    body = r.json()
+    assert body["time_scale"] == 1.5
+    assert body["testlib_header"] is False
+    assert body["sessions"]["capacity"] == 3, body["sessions"]
