@@ -97,7 +97,7 @@ def train(
     config: Path | None = typer.Option(None, "--config", "-c", help="YAML file of TrainConfig fields"),
     sets: list[str] = typer.Option([], "--set", "-o", help="override any field: KEY=VALUE (lora.r=8), repeatable"),
     model: str | None = typer.Option(None, help="HF model dir, or 'smollm2'"),
-    tasks: str | None = typer.Option(None, help="arithmetic | code | mixed | path.jsonl"),
+    tasks: str | None = typer.Option(None, help="arithmetic | code | mixed | bigarith | path.jsonl"),
     reward_url: str | None = typer.Option(None, help="reward server URL(s), comma separated"),
     state_dir: str | None = typer.Option(None, help="checkpoints, metrics.jsonl, config.yaml"),
     resume: bool = typer.Option(False, "--resume", help="continue from the latest checkpoint in state_dir"),

@@ -361,3 +361,21 @@ def test_sessions_released_when_scoring_raises(tiny, tmp_path, server_url):
         tr.close()
         sc.close()
     assert len(opened) == 4 and left == [] and _gone(server_url, opened)
+
+
+def test_bigarith_tasks():
+    from trainer.tasks import bigarith_tasks, build_split
+
+    items = bigarith_tasks(40, 3)
+    assert [t.prompt for t in items] == [t.prompt for t in bigarith_tasks(40, 3)]
+    assert len({t.prompt for t in items}) == 40
+    for t in items:
+        assert t.task["type"] == "math"
+        m = re.match(r"Compute (\d+) \* (\d+) exactly\.", t.prompt)
+        if m:
+            assert int(t.task["answer"]) == int(m.group(1)) * int(m.group(2))
+        else:
+            b, e, mod = map(int, re.match(r"Compute (\d+)\^(\d+) mod (\d+)\.", t.prompt).groups())
+            assert int(t.task["answer"]) == pow(b, e, mod)
+    train, held = build_split("bigarith", 30, 8, 1)
+    assert len(train) == 30 and len(held) == 8 and not {t.prompt for t in train} & {t.prompt for t in held}
