@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from . import cleanup, limits
-from .children import Candidate, Children, OutputMeter
+from .children import Candidate, Children, InfraFailure, OutputMeter
 from .compile_cache import remove_entry_at
 from .compiled import Build, build, job_env, run_argv
 from .cpuclock import TestClock
 from .languages import Language, spec
-from .launcher import Launcher, Limits
+from .launcher import BLOCKED, Launcher, Limits
 from .script import ScriptEnd, _await_end, encode_stdin, feed_stdin
 
 TASK_DIR = ".vr-task"  # the TaskDir's name in the job's scratch
@@ -126,6 +126,11 @@ def build_program(ch: Children, spec_: dict, scratch: str, msg: dict, testlib_h:
     prog.built = build(ch, lang, source, scratch, dict(msg, limits=lim), extra)
     if not prog.built.ok:
         from .compiled import _compile_message  # noqa: PLC0415
+
+        b = prog.built
+        if b.status == "timeout" and not b.message.startswith(("CPU time limit", BLOCKED)):
+            # out of wall-clock time with CPU to spare: the machine was busy, not the source wrong
+            raise InfraFailure(f"a task program's compile ran out of wall-clock time: {b.message}"[:300])
 
         prog.error = _compile_message(prog.built)
         return prog

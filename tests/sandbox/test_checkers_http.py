@@ -157,6 +157,7 @@ int main(int argc, char* argv[]) {
                                    "checker": {"source": checker}}}
     progs = {"ok": "n=int(input());print(*range(n,0,-1))", "half": "print(1, 2)", "rep": "print(1, 1)", "junk": "print('x')"}
     res = {r["id"]: r for r in score(srv.url, [{"id": k, "completion": fence(p), "task": t} for k, p in progs.items()])}
+    assert all(r["status"] == "ok" for r in res.values()), res
     assert res["ok"]["reward"] == pytest.approx(1.0)
     assert res["half"]["detail"]["tests"][0]["score"] == pytest.approx(0.5)
     assert res["half"]["reward"] == pytest.approx(0.6)
