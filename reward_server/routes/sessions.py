@@ -31,7 +31,7 @@ router = APIRouter(tags=["sessions"])
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "no such session (never opened here, or ended: "
                                                      "the detail says how)"}}
 _WITH_ID = {**BODY_RESPONSES, **_NOT_FOUND}
-_INLINE = 16 << 10  # an execute body this small is parsed on the event loop (no thread hop)
+_INLINE = 16 << 10  # a create or execute body this small is parsed on the event loop (no thread hop)
 
 
 def manager(request: Request) -> SessionManager:
@@ -51,7 +51,7 @@ async def create_session(request: Request):
     """A sandboxed interpreter kept alive between executes, until DELETE, its TTL or its idle
     timeout. 429 with Retry-After when the server holds as many as it may."""
     m = manager(request)
-    body = await parse_body(request, SessionCreate)
+    body = await parse_body(request, SessionCreate, inline_max=_INLINE)
     s = await m.open(body)
     return _json(SessionCreated(session_id=s.id, expires_at=round(s.expires_at, 3), server_id=m.server_id))
 
