@@ -3,11 +3,12 @@ CPUs to give (Serve's controller and HTTP proxy) and three one-CPU worker nodes,
 raylet and processes, all on this machine (`ray.cluster_utils.Cluster`). Everything goes through
 Serve's HTTP address with our real clients: a batch scored across every replica, the trainer's
 and the integrations' one URL, a replica whose pool lost its runners taken out of routing and
-replaced, a node killed mid-batch losing nothing, and autoscaling on in-flight jobs up and down.
+replaced, a node killed mid-batch losing nothing, autoscaling on in-flight jobs up and down, and
+`sandbox: auto` picking docker on nodes with an engine (marked `docker`).
 
 Each node gets a TMPDIR of its own, so its replica's bwrap runners live under a directory the
-test can point at (to kill them and keep them from coming back). bwrap host; in CI (`CI=true`)
-a missing `ray` fails instead of skipping (.ci/run installs the `ray` extra).
+test can point at (to kill them and keep them from coming back). bwrap host but for the last
+test; in CI (`CI=true`) a missing `ray` fails instead of skipping (.ci/run installs the `ray` extra).
 """
 
 from __future__ import annotations
@@ -318,3 +319,27 @@ def test_autoscaling_on_inflight_jobs(fleet):
     while fleet.running() > 1:
         assert time.monotonic() < deadline, "the added replica never went after the load stopped"
         time.sleep(0.2)
+
+
+@pytest.mark.docker
+def test_docker_where_the_node_has_an_engine(fleet):
+    """`sandbox: auto` on every replica: on a node where a Docker engine and the sandbox image
+    answer (every node here), each replica's pool is docker, and a batch is scored right
+    across them."""
+    alive = {n.node_id for n in fleet.nodes} - fleet.removed
+    fleet.deploy(replicas="auto", settings={**SETTINGS, "sandbox": "auto"}, health_check_period_s=0.5)
+    deadline = time.monotonic() + 90
+    while fleet.running() != len(alive) or serve.status().applications[APP_NAME].status != "RUNNING":
+        assert time.monotonic() < deadline, serve.status().applications[APP_NAME]
+        time.sleep(0.2)
+    items = [add_item(k, good=k % 2 == 0) for k in range(24)]
+    transport = Recording()
+    with RewardClient(fleet.url, max_batch=2, max_concurrency=4, transport=transport) as client:
+        results = client.score(items)
+    assert [r.reward for r in results] == [pytest.approx(expected(it)) for it in items]
+    assert {node for _, node in transport.seen} == alive
+    kinds = set()
+    for _ in range(20):
+        r = httpx.get(fleet.url + "/readyz", timeout=30)
+        kinds.add((r.headers[NODE_HEADER], r.json()["pool"]["kind"]))
+    assert {kind for _, kind in kinds} == {"docker"}, kinds
