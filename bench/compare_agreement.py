@@ -374,7 +374,7 @@ def main() -> None:
                 if m.startswith("testlib:"):
                     name = m.split(":", 1)[1]
                     ours = [_TL_CODE[compare_modes.testlib_verdict(name, o, e)[0]] for o, e in pairs]
-                    mine = [c == 0 for c in ours]
+                    mine = [compare_modes.judge(m, o, e) for o, e in pairs]  # the mode: whole-list fast path
                     peer_ok = [c == 0 for c in verdicts]
                     verdict_diff = sum(1 for a, b in zip(ours, verdicts, strict=True) if a != b)
                 else:

@@ -26,9 +26,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .compare import StdoutMatcher, _token_equal, _tolerance
+from .compare import LINE_SLACK, StdoutMatcher, _token_equal, _tolerance
 
 MAX_KEPT = 64 << 20  # a mode that needs the whole output keeps at most this much (the largest output limit)
+
+
+_PY_ASCII_SPACE = " \t\n\r\v\f\x1c\x1d\x1e\x1f"  # what str.split() splits ASCII text at
+
+
+def split_tokens(text: str, pattern: re.Pattern[str], separators: str) -> list[str]:
+    """pattern.findall(text) (tokens between `separators`), by str.split() where that is the
+    same (ASCII text holding no other blank str.split() knows): ten times faster."""
+    if text.isascii() and not any(c in text for c in _PY_ASCII_SPACE if c not in separators):
+        return text.split()
+    return pattern.findall(text)
 
 
 class Matcher:
@@ -81,66 +92,74 @@ class TokenMatcher(Matcher):
     """Whitespace tokens compared pair by pair as they arrive (only the token being read is
     held). `pair(actual, expected)` says whether a pair matches; with `exact_fallback` a
     pair that does not match still passes when every token is equal as text (CodeContests'
-    `output_parts == expected_parts` before its pairwise rule)."""
+    `output_parts == expected_parts` before its pairwise rule); `self_fails(token)` says
+    whether a token fails `pair` against itself (CodeContests: a NaN or an infinity).
+    Each piece's tokens are compared as a list against the expected slice (C speed); `pair`
+    runs only where they differ, and not at all once the verdict is decided."""
 
     def __init__(self, expected: str, separators: str, pair: Callable[[str, str], bool],
-                 fold: Callable[[str], str] = lambda s: s, exact_fallback: bool = False) -> None:
-        self._sep = re.compile("[" + re.escape(separators) + "]+")
-        self._split = re.compile("([" + re.escape(separators) + "])")
-        self.expected = [fold(t) for t in self._sep.split(expected) if t]
-        self.pair, self.fold, self.exact_fallback = pair, fold, exact_fallback
+                 fold: Callable[[str], str] = lambda s: s, exact_fallback: bool = False,
+                 self_fails: Callable[[str], bool] | None = None) -> None:
+        self._tok = re.compile("[^" + re.escape(separators) + "]+")
+        self._seps = separators
+        self.pair, self.fold, self.exact_fallback, self.self_fails = pair, fold, exact_fallback, self_fails
+        self.expected = split_tokens(fold(expected), self._tok, separators)
         self.restart()
 
     def restart(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")("surrogateescape")
-        self._partial: list[str] = []
+        self._partial = ""
         self.n = 0
         self.all_equal = self.all_match = True
         self.difference = ""
 
     def feed(self, data: bytes) -> None:
-        self._text(self._decoder.decode(data))
+        self._text(self._decoder.decode(data), final=False)
 
-    def _text(self, text: str) -> None:
-        if not text:
-            return
-        pieces = self._sep.split(text)
-        if len(pieces) == 1:
-            self._partial.append(text)
-            return
-        self._partial.append(pieces[0])
-        self._token()
-        for p in pieces[1:-1]:
-            self._partial.append(p)
-            self._token()
-        self._partial.append(pieces[-1])
+    def _text(self, text: str, final: bool) -> None:
+        text = self._partial + text
+        if not final:
+            cut = max(text.rfind(c) for c in self._seps) + 1  # the last token may go on in the next piece
+            text, self._partial = text[:cut], text[cut:]
+            if len(self._partial) > LINE_SLACK and not self.all_equal and not self.all_match:
+                self._partial = self._partial[:1]  # decided: only the count matters now
+        else:
+            self._partial = ""
+        if text:
+            self._tokens(split_tokens(self.fold(text), self._tok, self._seps))
 
-    def _token(self) -> None:
-        tok = "".join(self._partial)
-        self._partial.clear()
-        if not tok:
-            return
-        i, self.n = self.n, self.n + 1
-        if i >= len(self.expected):
+    def _tokens(self, toks: list[str]) -> None:
+        i = self.n
+        self.n += len(toks)
+        if not (self.all_equal or self.all_match):
+            return  # decided
+        exp = self.expected[i:i + len(toks)]
+        if len(exp) < len(toks):
             self.all_equal = self.all_match = False
             return
-        tok, exp = self.fold(tok), self.expected[i]
-        if self.all_equal and tok != exp:
-            self.all_equal = False
-        if self.all_match and not self.pair(tok, exp):
-            self.all_match = False
-            if not self.difference:
-                self.difference = f"token {i + 1}: expected {exp[:60]!r}, got {tok[:60]!r}"
+        if toks == exp:
+            if self.all_match and self.self_fails is not None and any(map(self.self_fails, toks)):
+                self.all_match = False
+            return
+        self.all_equal = False
+        if not self.all_match:
+            return
+        if all(map(self.pair, toks, exp)):
+            return
+        self.all_match = False
+        k = next(k for k, (a, e) in enumerate(zip(toks, exp, strict=True)) if not self.pair(a, e))
+        self.difference = f"token {i + k + 1}: expected {exp[k][:60]!r}, got {toks[k][:60]!r}"
 
     def finish(self) -> bool:
-        self._text(self._decoder.decode(b"", final=True))
-        self._token()
+        self._text(self._decoder.decode(b"", final=True), final=True)
         if self.n != len(self.expected):
             self.difference = f"expected {len(self.expected)} tokens, got {self.n}"
             return False
         ok = self.all_match or (self.exact_fallback and self.all_equal)
         if ok:
             self.difference = ""
+        elif not self.difference:
+            self.difference = "a token differs"
         return ok
 
 
@@ -155,23 +174,14 @@ def _tokens_matcher(expected: str, tol: float | None) -> Matcher:
 # ---- codecontests: execution/tester_sandboxer.cc OutputsMatch (absl SimpleAtoi/SimpleAtod)
 
 _ABSL_SPACE = " \t\n\v\f\r"  # absl::ascii_isspace
-_ABSL_INT = re.compile(r"[+-]?[0-9]+")
-_ABSL_DOUBLE = re.compile(r"-?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?)",
+_ABSL_DOUBLE = re.compile(r"-?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf(?:inity)?|nan(?:\([0-9A-Za-z_]*\))?)",
                           re.IGNORECASE | re.ASCII)
 _LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
-def absl_simple_atoi32(s: str) -> int | None:
-    """absl::SimpleAtoi(str, int*): ASCII blanks stripped, one sign, decimal digits, int32."""
-    s = s.strip(_ABSL_SPACE)
-    if not _ABSL_INT.fullmatch(s) or len(s.lstrip("+-").lstrip("0")) > 12:
-        return None
-    v = int(s)
-    return v if -(1 << 31) <= v < (1 << 31) else None
-
-
 _ABSL_HEX = re.compile(r"-?0[xX](?P<int>[0-9a-fA-F]*)(?:\.(?P<frac>[0-9a-fA-F]*))?(?:[pP][+-]?[0-9]+)?")
 _ABSL_DECIMAL = re.compile(r"-?(?P<int>[0-9]*)(?:\.(?P<frac>[0-9]*))?(?:[eE][+-]?[0-9]+)?")
+_PLAIN_DECIMAL = re.compile(r"-?[0-9]+(?:\.[0-9]*)?")
 _ABSL_DIGIT_LIMIT = 50_000_000  # charconv_parse.cc kDecimalDigitLimit (hexadecimal: a quarter)
 
 
@@ -192,6 +202,8 @@ def absl_simple_atod(s: str) -> float | None:
     optional exponent, inf/infinity and nan(...) in any case, and (charconv.cc FromCharsImpl)
     a "0x" hexadecimal float with an optional 'p' exponent; overflow is +/-inf, underflow 0,
     both correctly rounded as float() and float.fromhex() are."""
+    if len(s) < 300 and _PLAIN_DECIMAL.fullmatch(s):
+        return float(s)  # the common case, as below
     s = s.strip(_ABSL_SPACE)
     if s.startswith("+"):
         s = s[1:]
@@ -222,22 +234,34 @@ def absl_simple_atod(s: str) -> float | None:
 
 
 def codecontests_values_match(a: str, b: str) -> bool:
-    """tester_sandboxer.cc ValuesMatch: text exactly; numbers (every int also parses as a
-    double, so the int branch never decides) within an absolute 1e-5, strictly; NaN and
-    inf never match (their difference is NaN)."""
-    ai, bi = absl_simple_atoi32(a), absl_simple_atoi32(b)
-    ad, bd = absl_simple_atod(a), absl_simple_atod(b)
-    if (ai is None and ad is None) or (bi is None and bd is None):
+    """tester_sandboxer.cc ValuesMatch: a token either side that SimpleAtoi and SimpleAtod
+    both refuse compares as text; else std::abs(ad - bd) < 1e-5 (strict). Every token
+    SimpleAtoi reads SimpleAtod reads too, so the int branch never decides: ints compare
+    within 1e-5 as doubles (and NaN or inf never match: their difference is NaN)."""
+    ad = absl_simple_atod(a)
+    if ad is None:
         return a == b
-    if ad is not None or bd is not None:
-        return abs((ad or 0.0) - (bd or 0.0)) < 1e-5
-    return ai == bi
+    bd = absl_simple_atod(b)
+    if bd is None:
+        return a == b
+    return abs(ad - bd) < 1e-5
 
 
 def _codecontests_matcher(expected: str, tol: float | None) -> Matcher:
     # absl::ByAnyChar(" \n\t\r\v"): no '\f'; AsciiStrToLower: A-Z only
     return TokenMatcher(expected, " \n\t\r\v", codecontests_values_match, fold=lambda s: s.translate(_LOWER),
-                        exact_fallback=True)
+                        exact_fallback=True, self_fails=_cc_self_fails)
+
+
+_MAYBE_NONFINITE = re.compile(r"[inpe]|[0-9]{300}")  # inf, nan, an exponent, or digits enough to overflow
+
+
+def _cc_self_fails(tok: str) -> bool:
+    """ValuesMatch(t, t) is false where t reads as NaN or an infinity (their difference is NaN)."""
+    if _MAYBE_NONFINITE.search(tok) is None and len(tok) < 300:
+        return False
+    v = absl_simple_atod(tok)
+    return v is not None and not math.isfinite(v)
 
 
 # ---- sandboxfusion: sandbox/utils/testing.py check_stdio_test_case (lower_cmp=True)
@@ -421,9 +445,11 @@ _TL_BLANKS = " \t\n\r"  # isBlanks: LF, CR, SPACE, TAB
 _C_SPACE = re.compile(r"[^ \t\n\v\f\r]+")  # std::stringstream >> string, "C" locale isspace
 _TL_DOUBLE_CHARS = re.compile(r"[0-9.eE+-]*")
 # glibc's scanf %lf: an exponent mark and its sign are taken even with no digits after ("1e+" is 1)
-_SCANF_DOUBLE = re.compile(r"(?P<m>[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+))(?:[eE][+-]?(?P<e>[0-9]*))?")
+_SCANF_DOUBLE = re.compile(r"(?P<m>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:[eE][+-]?(?P<e>[0-9]*))?")
 _HUGE_INT = re.compile(r"0|-?[1-9][0-9]*")
 _TL_TOKEN = re.compile(r"[^ \t\n\r]+")
+_TL_SKIP = re.compile(r"[ \t\n\r]*")
+_CR_PAIR = re.compile(r"\r(.)", re.DOTALL)
 _EOF = ""
 
 
@@ -458,11 +484,10 @@ class _InStream:
         return self.pos >= len(self.s)
 
     def seek_eof(self) -> bool:
-        s, n, i = self.s, len(self.s), self.pos
-        while i < n and s[i] in _TL_BLANKS:
-            i += 1
-        self.pos = i
-        return i >= n
+        m = _TL_SKIP.match(self.s, self.pos)
+        assert m is not None
+        self.pos = m.end()
+        return self.pos >= len(self.s)
 
     def read_word(self) -> str:
         self.seek_eof()
@@ -495,25 +520,19 @@ class _InStream:
         return v
 
     def read_string(self) -> str:
-        """readStringTo then eoln(): up to LF or EOF; a CR before LF is not part of the line; a
-        lone CR is dropped and the char after it kept (at EOF, the byte 0xFF is appended)."""
-        out: list[str] = []
-        while True:
-            c = self.cur()
-            if c == "\n" or c == _EOF:
-                break
-            if c == "\r":
-                self.pos += 1
-                if self.cur() == "\n":
-                    self.pos -= 1
-                    break
-            c = self.next()
-            out.append("\udcff" if c == _EOF else c)
-        # eoln(): LF, CR LF or EOF (the only cases readStringTo leaves)
-        c = self.next()
-        if c == "\r":
-            self.next()
-        return "".join(out)
+        """readStringTo then eoln(): up to LF or EOF. Scanned left to right, a CR followed by
+        LF ends the line (not part of it); any other CR is dropped and the char after it kept
+        as it is (so "a\\r\\r\\n" is "a\\r"); a CR last in the file keeps the byte 0xFF."""
+        s, pos = self.s, self.pos
+        nl = s.find("\n", pos)
+        end = len(s) if nl < 0 else nl
+        seg = s[pos:end]
+        self.pos = end if nl < 0 else nl + 1
+        if "\r" not in seg:
+            return seg
+        run = len(seg) - len(seg.rstrip("\r"))  # an odd run of CRs at the end: its last is unpaired
+        line = _CR_PAIR.sub(r"\1", seg[:-1] if run % 2 else seg)
+        return line + "\udcff" if run % 2 and nl < 0 else line
 
 
 def testlib_string_to_long(tok: str) -> int | None:
@@ -695,8 +714,100 @@ def testlib_verdict(name: str, actual: str, expected: str) -> tuple[str, str]:
     return "ok", ""
 
 
+_TL_LONG = r"(?:0|-?[1-9][0-9]{0,18})"
+_TL_LONGS = re.compile(f"{_TL_LONG}(?:\n{_TL_LONG})*")
+_TL_DBL = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]*)?"
+_TL_DOUBLES = re.compile(f"{_TL_DBL}(?:\n{_TL_DBL})*")
+_C_BLANKS = re.compile(r"[ \t\v\f]+")
+_TL_BLANK_REST = re.compile(r"[ \t\n]*")
+
+
+def _longs(toks: list[str]) -> list[int] | None:
+    """Every token a canonical int64 (stringToLongLong), as ints; None where one is not."""
+    if toks and not _TL_LONGS.fullmatch("\n".join(toks)):
+        return None
+    values = list(map(int, toks))
+    if any(v >= 1 << 63 or v < -(1 << 63) for v in values):
+        return None
+    return values
+
+
+def _doubles(toks: list[str]) -> list[float] | None:
+    """Every token a double as testlib reads it (stringToDouble with glibc's sscanf)."""
+    if toks and not _TL_DOUBLES.fullmatch("\n".join(toks)):
+        return None
+    out = []
+    for t in toks:
+        try:
+            out.append(float(t))
+        except ValueError:  # "1e", "1e+": glibc reads the mantissa
+            out.append(testlib_string_to_double(t) or 0.0)
+    return out
+
+
+def _tl_lines_fast(actual: str, expected: str) -> tuple[list[str], list[str], str] | None:
+    """The lines lcmp and fcmp read (answer, output, the output's rest), where no CR makes
+    readString's scan matter; None otherwise."""
+    if "\r" in actual or "\r" in expected:
+        return None
+    ans = expected.split("\n")
+    if expected.endswith("\n"):
+        ans.pop()  # the last LF ends the file
+    if ans and ans[-1] == "":
+        ans.pop()  # an empty line read at the end: the loop stops without comparing it
+    out = actual.split("\n")
+    got = out[: len(ans)] + [""] * (len(ans) - len(out))
+    rest = "\n".join(out[len(ans):]) if len(ans) < len(out) else ""
+    return ans, got, rest
+
+
+def testlib_accepts(name: str, actual: str, expected: str) -> bool | None:
+    """Whether checkers/<name>.cpp accepts, decided over whole token or line lists (C-speed
+    list and regex work, no per-character scan); None where only the exact reading
+    (testlib_verdict) can say: a token past the length limit, a CR in a line checker's input."""
+    if name in ("lcmp", "fcmp"):
+        lines = _tl_lines_fast(actual, expected)
+        if lines is None:
+            return None
+        ans, got, rest = lines
+        if not _TL_BLANK_REST.fullmatch(rest):
+            return False
+        if name == "fcmp":
+            return ans == got
+        return ([_C_BLANKS.sub(" ", x).strip(" ") for x in ans] == [_C_BLANKS.sub(" ", x).strip(" ") for x in got])
+    ta, to = split_tokens(expected, _TL_TOKEN, _TL_BLANKS), split_tokens(actual, _TL_TOKEN, _TL_BLANKS)
+    if max(map(len, ta), default=0) > TESTLIB_MAX_TOKEN // 4 or max(map(len, to), default=0) > TESTLIB_MAX_TOKEN // 4:
+        return None
+    if name == "wcmp":
+        return ta == to
+    if name == "ncmp":
+        return ta == to and _longs(ta) is not None
+    if name == "uncmp":
+        ja, pa = _longs(ta), _longs(to)
+        return ja is not None and pa is not None and sorted(ja) == sorted(pa)
+    if name == "yesno":
+        return bool(ta) and len(to) == 1 and _upper(ta[0]) in ("YES", "NO") and _upper(to[0]) == _upper(ta[0])
+    if name == "hcmp":
+        return len(ta) == 1 and len(to) == 1 and _HUGE_INT.fullmatch(ta[0]) is not None and ta[0] == to[0]
+    eps = {"rcmp4": 1e-4, "rcmp6": 1e-6, "rcmp9": 1e-9}[name]
+    if len(ta) != len(to):
+        return False
+    ja = _doubles(ta)
+    if ja is None:
+        return False
+    if ta == to:
+        return True  # doubleCompare(x, x) holds for every value testlib reads (no NaN)
+    pa = _doubles(to)
+    return pa is not None and all(map(testlib_double_compare, ja, pa, [eps] * len(ja)))
+
+
 def _testlib_judge(name: str) -> Callable[[str, str], str]:
     def judge(actual: str, expected: str) -> str:
+        fast = testlib_accepts(name, actual, expected)
+        if fast is True:
+            return ""
+        if fast is False:
+            return f"testlib {name}: not accepted (WA, PE, or an answer the checker refuses)"
         result, why = testlib_verdict(name, actual, expected)
         if result == "ok":
             return ""
