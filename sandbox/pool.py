@@ -460,6 +460,11 @@ class SandboxPool:
                 continue
             r = min(usable, key=lambda x: (x.sessions, x.spare is None))  # balanced first, then a ready spare
             r.sessions += 1
+            making = r.spare_task
+            if r.spare is None and making is not None and not making.done():
+                # the spare on its way started before this open: it is ready sooner than a fresh one
+                with contextlib.suppress(Exception):
+                    await asyncio.wait([making], timeout=SESSION_START_S)
             spare, r.spare = r.spare, None
             try:
                 conn = None
