@@ -369,7 +369,7 @@ def _launch(ctrl: socket.socket, msg: dict) -> None:
         if not data or len(fds) != 3:
             os._exit(0)
         try:
-            pid = os.posix_spawn(argv[0], argv, env, setsid=True,
+            pid = os.posix_spawn(msg.get("path") or argv[0], argv, env, setsid=True,
                                  file_actions=[(dup2, fds[0], 0), (dup2, fds[1], 1), (dup2, fds[2], 2)])
             said = b"P%d\n" % pid
         except OSError as exc:

@@ -27,12 +27,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import checker, cleanup, flags, limits, taskprog
+from . import checker, cleanup, flags, limits, procfs, taskprog
 from .children import READ, WRITE, Candidate, Children, close_fd, exit_reason
 from .compile_cache import remove_entry_at
 from .compiled import CompiledRun, job_env
-from .cpuclock import TestClock, tree_cpu_s, wall_factor_of
-from .launcher import Limits
+from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
+from .launcher import LAUNCHER_MIN_DATA_MB, LOST, Launcher, Limits
 from .procfs import run_delay_s
 from .script import ScriptEnd, StdioRun, _times, judge_exit, reset_scratch
 
@@ -334,8 +334,8 @@ def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idl
             end.prog_limit = "hard"  # ended, but a process it left holds its output open
             break
         mark = (x.moved, (p_cpu or 0.0) + (i_cpu or 0.0))
-        if mark[0] != last[0] or mark[1] > last[1] + 1e-3:
-            last, progress_at = mark, now
+        if mark[0] != last[0] or mark[1] > last[1] + 1e-3 or _runnable(p.pid) or _runnable(i.pid):
+            last, progress_at = mark, now  # a side waiting for a CPU (a loaded host) is not idle
         elif now - progress_at >= idle_s:  # neither moved a byte nor used CPU for the time limit
             if p_gone:
                 end.itr_limit = "idle"  # it waits for nothing: the program has ended
@@ -360,6 +360,12 @@ def converse(ch: Children, x: Exchange, clock: TestClock, iclock: TestClock, idl
     return end
 
 
+def _runnable(pid: int) -> bool:
+    """Whether `pid` runs or waits for a CPU (not blocked on a read, a sleep, or gone)."""
+    st = procfs.stat(pid)
+    return st is not None and st.state == "R"
+
+
 def _note_order(ch: Children, pids: tuple[int, int], order: list[int]) -> None:
     """Append to `order` the pids whose exit notes came, in the order the spawner sent them (the
     notes' dict keeps it; a stale note of a pid's earlier holder was dropped when it was taken)."""
@@ -378,6 +384,8 @@ def interactor_verdict(end: Ending, python: bool, err: bytes, limit_s: float) ->
         return checker.Verdict("broken", message=f"it ran past its limit ({limit_s:g} s of CPU)")
     if end.itr_note is None:
         return checker.Verdict("broken", message="it did not end")
+    if end.itr_note is LOST:
+        return checker.Verdict("broken", message="its launcher ended before it did")
     out = ScriptEnd(stderr=err)
     judge_exit(end.itr_note, out)
     if out.exit is not None and out.exit < 0:
@@ -411,6 +419,7 @@ class InteractiveRun(StdioRun):
         self.itr_meter = taskprog.task_meter()  # its stderr (testlib's comment); never the program's meter
         self.tdir: InteractorDir | None = None
         self.native = False
+        self.ilauncher: Launcher | None = None
 
     def prepare(self) -> None:
         self.prepare_interactor()
@@ -494,34 +503,22 @@ class InteractiveRun(StdioRun):
         x = Exchange(ch)
         ilim = self.interactor_limits()
         err_mark = len(self.itr_meter.kept["stderr"])
-        # the interactor first, jailed before the program starts (the slot's memory cgroup then
-        # keeps the program's limit, which the last process to join sets); its pipes are the
-        # relay's before any byte of it is read
-        argv = itr.argv(tdir, INPUT, TOUT, memory_mb=ilim.data_mb - itr.lang.run_overhead_mb)
-        path = ""
-        if self.native:
-            path, argv[0] = argv[0], "interactor"
-        i, iclock, iend = taskprog.start(ch, self.itr_meter, argv, tdir.path, ilim, on_take=x.attach_interactor,
-                                         path=path)
+        # the interactor first, its pipes the relay's before any byte of it is read
+        i, iclock, why = self.begin_interactor(x, ilim)
         if i is None:
             self.flags.add(flags.INTERACTOR_FAILED)
-            return self._result("failed", f"the interactor failed: {iend.message}", t0), None
-        p = ch.take_candidate("script", self.meter)
-        ch.exits.pop(p.pid, None)  # a note of an earlier holder of the pid is not this one's
-        x.attach_program(p)
+            return self._result("failed", f"the interactor failed: {why}", t0), None
         self.meter.start_unit()
-        uid = ch.c_uid if limits.can_switch_uid() else None
-        clock = TestClock(timeout, wall_factor_of(self.lim), time.monotonic(), tree_cpu_s(p.pid, uid))
-        why = self.start_program(p)
-        syntax = None if why else self.settle_program(p, clock.started + clock.hard_s)
-        if why or syntax is not None:
+        p, clock, why, syntax = self.begin_program(x, timeout)
+        if p is None or why or syntax is not None:
             x.close()
-            ch.kill_candidate(p)
-            taskprog.finish(ch, i)
+            if p is not None:
+                ch.kill_candidate(p)
+            self._finish_interactor(i)
             self._end_test()
             return ({}, syntax) if syntax is not None else (self._result("error", why, t0), None)
         end = converse(ch, x, clock, iclock, idle_s=timeout)
-        taskprog.finish(ch, i)
+        self._finish_interactor(i)
         self._end_test()
         if end.prog_note == {"code": 0, "signal": 0}:
             self.runs = True
@@ -536,9 +533,67 @@ class InteractiveRun(StdioRun):
         r["time_s"] = round(time.monotonic() - t0, 6)
         return r, None
 
+    def begin_interactor(self, x: Exchange, ilim: Limits) -> tuple[Candidate | None, TestClock, str]:
+        """The test's interactor, started and attached to the exchange (its clock), or why not.
+        Started by a launcher of the task uid kept for the job (one jail, a posix_spawn per test;
+        jailed before the program's launcher, so the slot's memory cgroup keeps the program's
+        limit, which the last process to join sets); a fresh process where none comes up."""
+        ch, itr, tdir = self.ch, self.itr, self.tdir
+        argv = itr.argv(tdir, INPUT, TOUT, memory_mb=ilim.data_mb - itr.lang.run_overhead_mb)
+        path = ""
+        if self.native:  # exec'ed from the cache by path; its command line names no file
+            path, argv[0] = argv[0], "interactor"
+        lz = self.ilauncher
+        if lz is not None and not lz.usable():
+            lz.close()
+            lz = self.ilauncher = None
+        if lz is None and ilim.data_mb >= LAUNCHER_MIN_DATA_MB:
+            lz = self.ilauncher = Launcher.start(ch, self.itr_meter, argv, taskprog.task_env(itr.lang, tdir.path),
+                                                 tdir.path, ilim, uid=taskprog.task_uid(ch), path=path)
+            self.close_program_launcher()  # the program's, jailed after it again (the cgroup's limit)
+        if lz is None:
+            i, iclock, iend = taskprog.start(ch, self.itr_meter, argv, tdir.path, ilim, on_take=x.attach_interactor,
+                                             path=path)
+            return i, iclock, iend.message
+        got = lz.launch()
+        if isinstance(got, str):
+            return None, TestClock(ilim.timeout_s, 1.0, time.monotonic(), None), got
+        x.attach_interactor(got)
+        return got, TestClock(ilim.timeout_s, ilim.wall_factor, time.monotonic(), _cpu_from_exec(got.pid, None)), ""
+
+    def begin_program(self, x: Exchange, timeout: float) -> tuple[Candidate | None, TestClock, str, str | None]:
+        """The program started and attached to the exchange, with its clock; `why` it did not
+        start, or the message of its syntax error (a Python program: checked before it runs)."""
+        ch = self.ch
+        p = ch.take_candidate("script", self.meter)
+        ch.exits.pop(p.pid, None)  # a note of an earlier holder of the pid is not this one's
+        x.attach_program(p)
+        clock = TestClock(timeout, wall_factor_of(self.lim), time.monotonic(), tree_cpu_s(p.pid, _c_uid(ch)))
+        why = self.start_program(p)
+        syntax = None if why else self.settle_program(p, clock.started + clock.hard_s)
+        return p, clock, why, syntax
+
+    def close_program_launcher(self) -> None:
+        pass  # a Python program is a fresh process each test
+
+    def spare(self) -> set[int]:
+        """Processes of the job that outlive a test: its launchers (the interactor's, the checker's)."""
+        runner = getattr(self.judge, "runner", None)
+        found = (self.ilauncher, getattr(runner, "launcher", None))
+        return {lz.c.pid for lz in found if lz is not None and not lz.lost}
+
+    def _finish_interactor(self, i: Candidate) -> None:
+        """The test's interactor and every other process of the task uid end (its launcher, the
+        verdict process spared)."""
+        self.ch.kill_candidate(i)
+        uid = taskprog.task_uid(self.ch)
+        if uid is not None:
+            keep = self.spare() | ({self.ch.v.pid} if self.ch.v is not None else set())
+            cleanup.kill_uids({uid}, spare=keep)
+
     def _end_test(self) -> None:
-        """The program's processes end (every process of its uid)."""
-        cleanup.kill_uids({self.ch.c_uid})
+        """The program's processes end (every process of its uid but the job's launcher)."""
+        cleanup.kill_uids({self.ch.c_uid}, spare=self.spare())
 
     def interactor_limits(self) -> Limits:
         """taskprog's limits for a task program, its CPU the program's limit twice and a second: it
@@ -601,10 +656,23 @@ class InteractiveRun(StdioRun):
         if self.itr is not None:
             self.itr.release()
             self.itr = None
+        if self.ilauncher is not None:
+            self.ilauncher.close()
+            self.ilauncher = None
         if self.tdir is not None:
             taskprog.finish(self.ch, None)  # no process of the task uid holds it open
             self.tdir.remove()
             self.tdir = None
+
+
+def _c_uid(ch: Children) -> int | None:
+    return ch.c_uid if limits.can_switch_uid() else None
+
+
+def _cpu_from_exec(pid: int, uid: int | None) -> float | None:
+    """A launched process's CPU clock start: it has run a moment since its exec, which counts."""
+    start = tree_cpu_s(pid, uid)
+    return None if start is None else start - (process_cpu_s(pid) or 0.0)
 
 
 KEEP_STDOUT = 4096  # of the first test's output, kept for the report (the program's queries)
@@ -633,6 +701,33 @@ class CompiledInteractiveRun(CompiledRun, InteractiveRun):
     def run(self) -> None:
         if not self.task_error:
             CompiledRun.run(self)
+
+    def begin_program(self, x: Exchange, timeout: float) -> tuple[Candidate | None, TestClock, str, str | None]:
+        """As CompiledRun runs a test's program: from the job's launcher (one jail, a posix_spawn
+        per test) where one comes up, else a fresh process that execs it."""
+        lz = self.launcher
+        if lz is not None and not lz.usable():
+            self.close_program_launcher()
+            lz = None
+        if lz is None and self.plim.data_mb >= LAUNCHER_MIN_DATA_MB:
+            lz = self.launcher = Launcher.start(self.ch, self.meter, self.argv, self.env, self.scratch, self.plim)
+        if lz is None:
+            return super().begin_program(x, timeout)
+        got = lz.launch()
+        if isinstance(got, str):
+            return None, TestClock(timeout, 1.0, time.monotonic(), None), got, None
+        x.attach_program(got)
+        return got, TestClock(timeout, wall_factor_of(self.lim), time.monotonic(),
+                              _cpu_from_exec(got.pid, _c_uid(self.ch))), "", None
+
+    def close_program_launcher(self) -> None:
+        if self.launcher is not None:
+            self.launcher.close()
+            self.launcher = None
+
+    def spare(self) -> set[int]:
+        lz = self.launcher
+        return super().spare() | ({lz.c.pid} if lz is not None and not lz.lost else set())
 
     def start_program(self, c: Candidate) -> str:
         rl = self.plim.rlimits(self.plim.timeout_s + 1, cpu_grace_s=1)

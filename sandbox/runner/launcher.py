@@ -143,17 +143,24 @@ class Launcher:
         self.error = 0  # errno of a spawn that failed
         self.lost = False
         self.started = 0
+        self.uid = ch.c_uid  # its programs' (their pipes are given to it)
 
     @classmethod
     def start(cls, ch: Children, meter: OutputMeter, argv: list[str], env: dict[str, str], scratch: str,
-              lim: Limits) -> Launcher | None:
-        """A launcher for `argv`, jailed with the per-test limits `lim`; None where none came up."""
+              lim: Limits, uid: int | None = None, path: str = "") -> Launcher | None:
+        """A launcher for `argv`, jailed with the per-test limits `lim`; None where none came up.
+        `uid`: another than the job's (a task program's); `path`: the file to run where argv[0]
+        is only a name."""
         c = ch.take_candidate("script", meter)
         # the launcher is one of the uid's processes: one more, so the program keeps its nproc
         # RLIMIT_CPU: each program's, as run_process's
         rl = lim.rlimits(lim.timeout_s + 1, extra_nproc=1, cpu_grace_s=1)
         msg = ch.load_message(c, "launch", "", scratch, rl)
         msg.update(argv=argv, env=env)
+        if uid is not None:
+            msg["uid"] = uid
+        if path:
+            msg["path"] = path
         if not (ch.send_candidate(c, msg) and ch.wait_settled(c, time.monotonic() + 10)
                 and c.channel.load.syntax_ok is True):
             ch.kill_candidate(c)
@@ -164,6 +171,7 @@ class Launcher:
             ch.sel.unregister(getattr(c, attr))
             close_fd(c, attr)
         launcher = cls(ch, c, meter)
+        launcher.uid = msg["uid"]
         ch.sel.register(c.ctrl, READ, ("call", launcher.readable))
         return launcher
 
@@ -214,9 +222,10 @@ class Launcher:
             if self.pid and self.pid not in self.ch.exits:
                 self.ch.exits[self.pid] = LOST
 
-    def run(self, stdin: str, lim: Limits) -> ScriptEnd:
-        """One test: the program started by the launcher on fresh pipes, judged as run_process does."""
-        ch, out = self.ch, ScriptEnd()
+    def launch(self) -> Candidate | str:
+        """The program started once on fresh pipes: its Candidate (stdout and stderr watched and
+        charged to the launcher's meter, stdin ours to write), or why it did not start."""
+        ch = self.ch
         self.pid, self.error, self.started = 0, 0, self.started + 1
         in_r, in_w = os.pipe()
         out_r, out_w = os.pipe()
@@ -224,7 +233,7 @@ class Launcher:
         for fd in (out_w, err_w):  # as the spawner makes a candidate's (spawner.py)
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, spawner.F_SETPIPE_SZ, spawner.PIPE_BYTES)
-        limits.give_pipes(ch.c_uid, (in_r, out_w, err_w))  # /dev/stdin opens by name, as in _enter_jail
+        limits.give_pipes(self.uid, (in_r, out_w, err_w))  # /dev/stdin opens by name, as in _enter_jail
         try:
             socket.send_fds(self.c.ctrl, [b"R"], [in_r, out_w, err_w])
         except OSError:
@@ -232,8 +241,7 @@ class Launcher:
         finally:
             for fd in (in_r, out_w, err_w):
                 os.close(fd)
-        run = RunSlice(self.meter)
-        deadline = run.t0 + 10
+        deadline = time.monotonic() + 10
         while not (self.pid or self.error or self.lost) and time.monotonic() < deadline:
             ch.pump(deadline - time.monotonic())
         if not self.pid:
@@ -242,13 +250,22 @@ class Launcher:
             if not self.error:
                 self._lose()
             why = os.strerror(self.error) if self.error > 0 else "the launcher did not answer"
-            out.status, out.message, out.exit = "error", f"cannot run the program: {why}", None
-            return run.end(ch, None, out, spare={self.c.pid})  # a program that killed its launcher at once
+            return f"cannot run the program: {why}"
         c = Candidate(self.pid, None, in_w, out_r, err_r, "script", self.meter)
         for fd in (in_w, out_r, err_r):
             os.set_blocking(fd, False)
         ch.sel.register(out_r, READ, ("cout", c))
         ch.sel.register(err_r, READ, ("cerr", c))
+        return c
+
+    def run(self, stdin: str, lim: Limits) -> ScriptEnd:
+        """One test: the program started by the launcher on fresh pipes, judged as run_process does."""
+        ch, out = self.ch, ScriptEnd()
+        run = RunSlice(self.meter)
+        c = self.launch()
+        if isinstance(c, str):
+            out.status, out.message, out.exit = "error", c, None
+            return run.end(ch, None, out, spare={self.c.pid})  # a program that killed its launcher at once
         uid = ch.c_uid if limits.can_switch_uid() else None
         # the program's CPU counts from its exec (it has run a moment already); the launcher's is in the rest
         own = process_cpu_s(c.pid) or 0.0
