@@ -226,10 +226,11 @@ def test_replica_without_live_runners_gets_no_traffic(fleet):
         client.score([add_item(0)])
     broken = 0
     tmp = fleet.tmpdirs[broken]
-    (root,) = [p for p in Path(tmp).iterdir() if p.name.startswith("verireward-bwrap-")]
-    shutil.rmtree(root)
-    root.write_text("")  # its pool's next runner cannot make its socket directory
-    victims = _pids_under(str(root))
+    roots = [p for p in Path(tmp).iterdir() if p.name.startswith("verireward-bwrap-")]  # a host per pool
+    victims = [pid for root in roots for pid in _pids_under(str(root))]
+    for root in roots:
+        shutil.rmtree(root)
+        root.write_text("")  # its pool's next runner cannot make its socket directory
     assert victims, "no runner process found under the replica's directory"
     for pid in victims:
         try:
