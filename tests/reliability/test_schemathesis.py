@@ -40,7 +40,8 @@ def api_schema(fuzz_server):
 
 
 # Every operation the spec declares (a new route is fuzzed without touching this file).
-OPERATIONS = ["POST /v1/score", "POST /run_code", "POST /get_reward", "GET /healthz", "GET /readyz", "GET /metrics"]
+OPERATIONS = ["POST /v1/score", "POST /run_code", "POST /get_reward", "GET /healthz", "GET /readyz", "GET /metrics",
+              "POST /v1/sessions", "POST /v1/sessions/{session_id}/execute", "POST /execute"]
 
 
 def test_spec_lists_the_fuzzed_operations(api_schema):

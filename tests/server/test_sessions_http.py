@@ -48,6 +48,9 @@ def http(url: str):
 
 def open_session(http: httpx.Client, **body) -> str:
     r = http.post("/v1/sessions", json=body)
+    if r.status_code == 503 and "could not open" in r.text:  # the sandbox failed (503 + Retry-After, as the
+        time.sleep(float(r.headers.get("retry-after", 1)))  # bundled client does): seen once on docker
+        r = http.post("/v1/sessions", json=body)
     assert r.status_code == 200, r.text
     return r.json()["session_id"]
 
