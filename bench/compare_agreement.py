@@ -325,6 +325,25 @@ def run_testlib(peer: Path, pairs: list[tuple[str, str]], work: Path) -> dict[st
 _TL_CODE = {"ok": 0, "wa": 1, "pe": 2, "fail": 3}
 
 
+def cost(n: int) -> None:
+    """Seconds per mode for one test's output of n integer tokens (equal to the expected), and n
+    tokens "1.0000001" against "1" (each pair needs the numeric rule)."""
+    equal = " ".join(str(i) for i in range(n)) + "\n"
+    near_out, near_exp = " ".join(["1.0000001"] * n) + "\n", " ".join(["1"] * n) + "\n"
+    print(f"{'mode':<22} {'equal s':>8} {'near s':>8}   ({n} tokens, {len(equal) / 1e6:.1f} MB equal)")
+    for mode in compare_modes.MODES:
+        row = []
+        for out, exp in ((equal, equal), (near_out, near_exp)):
+            data = out.encode()
+            t0 = time.process_time()
+            m = compare_modes.matcher(mode, exp, None)
+            for i in range(0, len(data), 1 << 16):
+                m.feed(data[i:i + (1 << 16)])
+            m.finish()
+            row.append(time.process_time() - t0)
+        print(f"{mode:<22} {row[0]:>8.2f} {row[1]:>8.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peers", required=True, type=Path)
@@ -333,7 +352,12 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated modes (default: every mode with a peer here)")
     ap.add_argument("--show", type=int, default=3, help="disagreements shown per mode")
     ap.add_argument("--jobs", type=int, default=2, help="peers run at once")
+    ap.add_argument("--cost", type=int, default=0, help="instead: each mode's seconds on an output of this many "
+                    "tokens, fed in 64 KiB pieces (equal, and every token a near miss)")
     args = ap.parse_args()
+    if args.cost:
+        cost(args.cost)
+        return
     pairs = make_pairs(args.n, args.seed)
     only = set(filter(None, args.only.split(",")))
     peers = args.peers.resolve()

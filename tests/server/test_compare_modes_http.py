@@ -97,3 +97,16 @@ def test_readyz_and_openapi_list_the_modes(url):
     assert body["compare_modes"] == list(MODES)
     spec = httpx.get(url + "/openapi.json", timeout=30).text
     assert "testlib:rcmp9" in spec and "livecodebench" in spec
+
+
+@pytest.mark.parametrize(("lang", "program"), [
+    ("cpp", '#include <cstdio>\nint main() { std::printf("YES 0.333333\\n"); return 0; }\n'),
+    ("javascript", 'process.stdout.write("YES 0.333333\\n");\n'),  # node's harness: tests in one process
+])
+def test_other_languages_compare_by_the_mode(url, lang, program):
+    items = [{"id": mode, "completion": f"```{lang}\n{program}```\n",
+              "task": {**task("yes 0.3333333\n", mode), "language": lang}} for mode in ("codecontests", "lines")]
+    resp = httpx.post(url + "/v1/score", json={"items": items}, timeout=300)
+    assert resp.status_code == 200, resp.text
+    got = {r["id"]: r["detail"]["tests"][0]["status"] for r in resp.json()["results"]}
+    assert got == {"codecontests": "passed", "lines": "failed"}, resp.text
