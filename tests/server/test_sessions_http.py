@@ -82,6 +82,20 @@ def host_pids(marker: str) -> list[int]:
     return found
 
 
+def uid_pids(uid: int) -> list[int]:
+    """Processes anywhere on this machine running as `uid` (a session's leased uid is its own)."""
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/status") as f:
+                    if any(ln.startswith("Uid:") and int(ln.split()[1]) == uid for ln in f):
+                        found.append(int(d))
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 def wait_until(pred, timeout: float = 15.0, step: float = 0.2) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -206,8 +220,8 @@ def test_ttl_idle_and_delete_end_the_session_and_its_processes(url, http):
     sids = {"deleted": open_session(http), "ttl": open_session(http, ttl_s=3),
             "idle": open_session(http, idle_timeout_s=2)}
     marks = {how: f"s31-mark-{how}-{uuid.uuid4().hex[:8]}" for how in ("deleted", "ttl")}
-    live0 = http.get("/readyz").json()["sessions"]["live"]
-    ok(http, sids["idle"], "x = 1")
+    idle_uid = int(ok(http, sids["idle"], "import os\nos.getuid()")["result"])
+    assert uid_pids(idle_uid), "the idle session's interpreter, seen from the host"
     with concurrent.futures.ThreadPoolExecutor(2) as pool, httpx.Client(base_url=url, timeout=60) as c:
         calls = {how: pool.submit(c.post, f"/v1/sessions/{sids[how]}/execute",
                                   json={"code": SPAWN.format(mark=marks[how]) + "\nimport time\ntime.sleep(25)",
@@ -227,7 +241,7 @@ def test_ttl_idle_and_delete_end_the_session_and_its_processes(url, http):
         assert wait_until(lambda h=how: http.get(f"/v1/sessions/{sids[h]}").status_code == 404, 15), how
         r = http.post(f"/v1/sessions/{sids[how]}/execute", json={"code": "1"})
         assert r.status_code == 404 and how in r.json()["detail"], r.text
-    assert http.get("/readyz").json()["sessions"]["live"] <= live0 - 3 + 3  # none of the three is held
+    assert wait_until(lambda: uid_pids(idle_uid) == [], 5), uid_pids(idle_uid)  # its interpreter is gone
     metrics = http.get("/metrics").text
     for how in ("deleted", "ttl", "idle"):
         assert f'reward_server_sessions_ended_total{{how="{how}"}}' in metrics
@@ -265,6 +279,25 @@ def test_hostile_code_ends_as_that_sessions_error(http):
     http.delete(f"/v1/sessions/{bystander}")
     r = http.post("/v1/score", json={"items": [{"completion": GOOD_ADD, "task": ADD_TASK}]})
     assert r.json()["results"][0]["reward"] == 1.0
+
+
+def test_server_stop_ends_every_session(server):
+    """A server of its own: at stop, its sessions' interpreters (an idle one, one mid-call) are gone."""
+    from reward_server.local import InProcessServer
+
+    own = InProcessServer.start(sandbox=server.settings.sandbox, pool_size=1)
+    try:
+        with httpx.Client(base_url=own.url, timeout=60) as c, concurrent.futures.ThreadPoolExecutor(1) as pool:
+            sids = [open_session(c) for _ in range(2)]
+            uids = [int(ok(c, sid, "import os\nos.getuid()")["result"]) for sid in sids]
+            assert all(uid_pids(u) for u in uids)
+            call = pool.submit(c.post, f"/v1/sessions/{sids[1]}/execute", json={"code": "import time\ntime.sleep(2)"})
+            time.sleep(0.5)
+            own.stop()  # drains the running call, then closes every session, then the sandbox
+            assert call.result().json()["status"] == "ok"  # accepted work is finished
+    finally:
+        own.stop()
+    assert wait_until(lambda: not any(uid_pids(u) for u in uids), 5), [uid_pids(u) for u in uids]
 
 
 # ---------------------------------------------------------------------------- capacity
