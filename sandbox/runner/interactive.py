@@ -596,10 +596,13 @@ class InteractiveRun(StdioRun):
         cleanup.kill_uids({self.ch.c_uid}, spare=self.spare())
 
     def interactor_limits(self) -> Limits:
-        """taskprog's limits for a task program, its CPU the program's limit twice and a second: it
-        answers every query the program makes."""
+        """taskprog's limits for a task program, its CPU the program's limit twice and a second (it
+        answers every query the program makes), its files at most TOUT_BYTES."""
         lim = taskprog.task_limits(self.itr.lang, self.lim)
         lim.timeout_s = 2 * float(self.lim["timeout_s"]) + 1
+        # its directory is on the file system every slot's shares (beside the scratches): its output
+        # file at most what is read back of it, so no job's interactor fills it for another's
+        lim.fsize_mb = TOUT_BYTES >> 20
         lim.wall_factor = wall_factor_of(self.lim)
         return lim
 

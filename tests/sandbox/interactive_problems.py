@@ -248,6 +248,18 @@ int main() {
     }
 }
 '''
+GUESS_OK_JS = r'''
+const rl = require("readline").createInterface({input: process.stdin});
+let lo = 1, hi = 0, mid = 0;
+rl.on("line", (line) => {
+  const t = line.trim().split(/\s+/);
+  if (hi === 0) { hi = Number(t[0]); }
+  else if (t[0] === "=") { console.log("! " + mid); rl.close(); return; }
+  else if (t[0] === "<") { hi = mid - 1; } else { lo = mid + 1; }
+  mid = Math.floor((lo + hi) / 2);
+  console.log("? " + mid);
+});
+'''
 GUESS_WRONG = '''
 n, q = map(int, input().split())
 print("! 1", flush=True)
@@ -448,8 +460,9 @@ EXPECTED = {"correct": "passed", "wrong": "failed", "over_budget": "failed", "de
 
 PROBLEMS: list[Problem] = [
     Problem("guess_py", "python", GUESS_PY, ["100 37 7", "1000 1 10", "1 1 1"],
-            {"correct": ("python", GUESS_OK), "correct_cpp": ("cpp", GUESS_OK_CPP), "wrong": ("python", GUESS_WRONG),
-             "over_budget": ("python", GUESS_LINEAR), "deadlock": ("python", DEADLOCK_WAIT), "crash": ("python", CRASH)}),
+            {"correct": ("python", GUESS_OK), "correct_cpp": ("cpp", GUESS_OK_CPP), "correct_js": ("javascript", GUESS_OK_JS),
+             "wrong": ("python", GUESS_WRONG), "over_budget": ("python", GUESS_LINEAR), "deadlock": ("python", DEADLOCK_WAIT),
+             "crash": ("python", CRASH)}),
     Problem("guess_cpp", "cpp", GUESS_CPP, ["100 64 7", "1000000000 999999999 30", "2 2 2"],
             {"correct": ("python", GUESS_OK), "correct_cpp": ("cpp", GUESS_OK_CPP), "wrong_cpp": ("cpp", GUESS_WRONG_CPP),
              "over_budget": ("python", GUESS_LINEAR), "deadlock": ("python", DEADLOCK_READ_ALL),
@@ -480,5 +493,5 @@ PROBLEMS: list[Problem] = [
 
 
 def expected_status(kind: str) -> str:
-    """The first test's status for a program of `kind` (a `_cpp` suffix names the same kind in C++)."""
-    return EXPECTED[kind.removesuffix("_cpp")]
+    """The first test's status for a program of `kind` (a `_cpp` or `_js` suffix: the same kind in C++, JavaScript)."""
+    return EXPECTED[kind.removesuffix("_cpp").removesuffix("_js")]

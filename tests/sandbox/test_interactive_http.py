@@ -13,7 +13,7 @@ from tests.sandbox.interactive_problems import GUESS_OK, GUESS_PY, PROBLEMS, exp
 from tests.sandbox.lang_programs import host_options
 from tests.server.conftest import kind_params
 
-FENCE = {"python": "python", "cpp": "cpp"}
+FENCE = {"python": "python", "cpp": "cpp", "javascript": "javascript"}
 
 
 @pytest.fixture(scope="module", params=kind_params())
