@@ -168,7 +168,7 @@ class SessionManager:
             spec = SessionSpec(language=body.language, runtime=runtime, cpu_budget_s=budget,
                                files=b64_files(body.files), **({"memory_mb": body.memory_mb} if body.memory_mb else {}))
         except ValueError as e:  # pydantic's ValidationError is one
-            raise _invalid(e) from None
+            raise _invalid(e, list(body.files)) from None
         if self.live + self._opening >= self.capacity:
             raise self._full()
         self._opening += 1
@@ -326,11 +326,18 @@ def _lost_answer(s: Session) -> SessionExecResult:
     return SessionExecResult(status="session_lost", message=s.lost_reason, cpu_total_s=s.cpu_s)
 
 
-def _invalid(e: ValueError) -> InvalidRequest:
+def _invalid(e: ValueError, paths: list[str]) -> InvalidRequest:
+    """The SessionSpec's errors at the request's fields (`files.<path>`, as the request names it)."""
     errs = getattr(e, "errors", None)
-    if callable(errs):
-        return InvalidRequest([error(list(x["loc"]), x["msg"], x["type"]) for x in errs()])
-    return InvalidRequest([error([], str(e))])
+    if not callable(errs):
+        return InvalidRequest([error(["files"], str(e))])
+    out = []
+    for x in errs():
+        loc = list(x["loc"]) or ["files"]
+        if loc[0] == "files" and len(loc) > 1 and isinstance(loc[1], int) and loc[1] < len(paths):
+            loc = ["files", paths[loc[1]]]
+        out.append(error(loc, x["msg"], x["type"]))
+    return InvalidRequest(out)
 
 
 def _relocate(err: dict) -> dict:
