@@ -29,6 +29,7 @@ from .script import ScriptEnd, StdioRun, encode_stdin, reset_scratch
 
 OK, WA, PE, FAIL, DIRT, POINTS, UNEXPECTED_EOF = 0, 1, 2, 3, 4, 7, 8
 INPUT, OUTPUT, ANSWER = "input.txt", "output.txt", "answer.txt"
+CHECK_DIR = ".vr-check"  # the checker's TaskDir (an interactor's is taskprog.TASK_DIR: both may live in one test)
 ACCEPTED_MAX = 1 << 16  # self-checks remembered per supervisor (a key is 32 bytes)
 _POINTS = re.compile(rb"\s*(?:points\s+)?([-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]{1,3})?)")
 _accepted: OrderedDict[bytes, None] = OrderedDict()
@@ -146,7 +147,7 @@ class CheckerJudge:
         if self.runner is None:
             lim = taskprog.task_limits(self.prog.lang, self.lim)
             self.runner = taskprog.TaskLauncher(self.ch, self.scratch, self.keep, self.prog, lim, (INPUT, OUTPUT, ANSWER),
-                                                self.meter)
+                                                self.meter, CHECK_DIR)
         tdir = self.runner.dir()
         tdir.write(INPUT, stdin)
         tdir.write(OUTPUT, output)

