@@ -1,23 +1,24 @@
 """Interactive problems: the program talks to the task's interactor, the supervisor relaying the bytes.
 
 testlib's protocol: `interactor <input> <output>`. The test's input goes to the interactor only: it
-lies in a directory of the slot's task uid (`ch.v_uid`, 0700) that the program's uid (`ch.c_uid`)
-cannot open, and the interactor runs as that uid, so the program can neither signal it nor read its
-/proc entries, files or memory. The interactor's stdout is the program's stdin and the reverse;
-each side has the pipes the spawner gave it and the supervisor moves the bytes between them, so it
-counts what the program writes against the output limit (a flood is an output-limit verdict), holds
-at most RELAY_HOLD bytes for a side that does not read (the writer then blocks), and sees when
-neither side moves (a deadlock, ended at the time limit as a time-limit verdict). Each side has its
-own limits and its own CPU clock; the program's time is its own uid's CPU only.
+lies in the job's InteractorDir, beside the scratch in root's parent directory, owned by the slot's
+task uid (`taskprog.task_uid`, never the program's `ch.c_uid`), 0700; the interactor runs as that
+uid, in its own jail, from a launcher of its own, and no command line names a file of it, so the
+program can neither signal nor trace it, nor read its /proc entries, files, program or memory.
+The interactor's stdout is the program's stdin and the reverse; each side has its own pipes and
+the supervisor moves the bytes between them (Exchange), so it counts what the program writes
+against the output limit (a flood is an output-limit verdict), holds at most RELAY_HOLD bytes for
+a side that does not read (the writer then blocks), and sees when neither side moves (a deadlock,
+ended at the time limit as a time-limit verdict). Each side has its own limits and its own CPU
+clock; the program's time is its own uid's CPU only.
 
 The verdict, in order (testlib's, as Codeforces judges): a limit the program hit (time, a deadlock,
 memory, output); an interactor that broke (a crash, FAIL, an exit code testlib does not use, its own
 limits) fails the test, flagged `interactor_failed`; the program's crash or non-zero exit where it
-ended before the interactor did; the interactor's exit code (1 wrong answer, 2 presentation error);
-with the interactor's OK, the program's own exit status. A program killed by a broken pipe after the
-interactor said WA is WA.
+ended before the interactor did; the interactor's exit code (1 wrong answer, 2 presentation error, 7
+points); with the interactor's OK, the program's own exit status, then the task's checker (if any) on
+the interactor's output file. A program killed by a broken pipe after the interactor said WA is WA.
 """
-
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import checker, cleanup, flags, limits, procfs, taskprog
-from .children import READ, WRITE, Candidate, Children, close_fd, exit_reason
+from .children import READ, WRITE, Candidate, Children, InfraFailure, close_fd, exit_reason
 from .compile_cache import remove_entry_at
 from .compiled import CompiledRun, job_env
 from .cpuclock import TestClock, process_cpu_s, tree_cpu_s, wall_factor_of
@@ -43,11 +44,11 @@ TOUT_BYTES = 16 << 20  # the interactor's output file, as read back for a checke
 POLL_S = 0.05  # how often a running exchange is looked at for a deadlock
 ENDED_WAIT_S = 0.25  # for the exit note of a program whose output ended first
 PYTHON_FAILURES = (b"Traceback (most recent call last)", b"can't open file")  # python's own exits 1 and 2
-INPUT, TOUT = "input.txt", "tout.txt"  # in the test's TaskDir (taskprog), the interactor's cwd
+INPUT, TOUT = "input.txt", "tout.txt"  # in the job's InteractorDir, the interactor's cwd
 
 
 def read_tout(tdir: InteractorDir, most: int = TOUT_BYTES) -> bytes:
-    """The interactor's output file (testlib's tout), read from the TaskDir's descriptor: a
+    """The interactor's output file (testlib's tout), read from its directory's descriptor: a
     regular file only, never followed."""
     try:
         fd = os.open(TOUT, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=tdir.fd)
@@ -104,7 +105,8 @@ class InteractorDir(taskprog.TaskDir):
 
 
 def read_build(art: str) -> dict[str, bytes]:
-    """A cached build's regular files (root's, one level: compiled._keep), read by descriptor."""
+    """A cached build's regular files (root's, one level: compiled._keep), read by descriptor;
+    ValueError where they are too large to install per job (the task's), OSError (ours)."""
     out: dict[str, bytes] = {}
     dfd = os.open(art, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
@@ -114,7 +116,7 @@ def read_build(art: str) -> dict[str, bytes]:
                 if stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                     out[fname] = f.read(taskprog.INSTALL_BYTES + 1)
             if sum(map(len, out.values())) > taskprog.INSTALL_BYTES:
-                raise OSError("the interactor's build is too large to install")
+                raise ValueError(f"its build is larger than {taskprog.INSTALL_BYTES >> 20} MiB")
     finally:
         os.close(dfd)
     return out
@@ -442,9 +444,14 @@ class InteractiveRun(StdioRun):
             # programs be exec'ed) under the name "interactor"; a program an interpreter or a VM
             # reads (Python, Java, node) from the job's InteractorDir (0700, the task uid's)
             self.native = self.itr.lang.run[0].startswith("{art}")
-            if not self.native and not self.itr.files:
-                self.itr.files = read_build(self.itr.built.art)
-            self.tdir = InteractorDir(self.ch, self.scratch)
+            try:
+                if not self.native and not self.itr.files:
+                    self.itr.files = read_build(self.itr.built.art)
+                self.tdir = InteractorDir(self.ch, self.scratch)
+            except ValueError as exc:
+                self.task_error = f"the interactor cannot run: {exc}"
+            except OSError as exc:
+                raise InfraFailure(f"cannot place the interactor: {exc}") from None
 
     def run(self) -> None:
         if self.task_error:
