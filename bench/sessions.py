@@ -118,8 +118,8 @@ def sessions_latency(c: httpx.Client, creates: int, executes: int) -> dict:
         c.delete(f"/v1/sessions/{sid}")
         delete_ms.append((time.perf_counter() - t) * 1000)
     sid = c.post("/v1/sessions", json={}).json()["session_id"]
-    rt, inside, floor = [], [], []
-    for i in range(executes):  # interleaved with the HTTP floor, so both see the same load
+    rt, inside, floor, post_floor = [], [], [], []
+    for i in range(executes):  # interleaved with the HTTP floors, so all see the same load
         t = time.perf_counter()
         out = c.post(f"/v1/sessions/{sid}/execute", json={"code": f"x = {i}"}).json()
         rt.append((time.perf_counter() - t) * 1000)
@@ -127,9 +127,12 @@ def sessions_latency(c: httpx.Client, creates: int, executes: int) -> dict:
         t = time.perf_counter()
         c.get("/healthz")
         floor.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()  # the same POST through the gateway, answered 404 before any work
+        c.post("/v1/sessions/nobody.0/execute", json={"code": f"x = {i}"})
+        post_floor.append((time.perf_counter() - t) * 1000)
     c.delete(f"/v1/sessions/{sid}")
     return {"create_p50_ms": statistics.median(create_ms), "create_p90_ms": pct(create_ms, 0.9),
-            "http_floor_p50_ms": statistics.median(floor),
+            "http_floor_p50_ms": statistics.median(floor), "post_floor_p50_ms": statistics.median(post_floor),
             "delete_p50_ms": statistics.median(delete_ms),
             "execute_rt_p50_ms": statistics.median(rt), "execute_rt_p90_ms": pct(rt, 0.9),
             "execute_in_sandbox_p50_ms": statistics.median(inside)}
@@ -226,6 +229,7 @@ def main() -> None:
     print(f"| session (HTTP, bwrap) | {s['create_p50_ms']:.1f} | {s['create_p90_ms']:.1f} | {s['execute_rt_p50_ms']:.2f} "
           f"(in the sandbox {s['execute_in_sandbox_p50_ms']:.2f}) |")
     print(f"| HTTP floor (GET /healthz) | | | {s['http_floor_p50_ms']:.2f} |")
+    print(f"| HTTP floor (the same POST to an unknown session: 404) | | | {s['post_floor_p50_ms']:.2f} |")
     if j is not None:
         print(f"| Jupyter kernel per trajectory | {j['create_p50_ms']:.1f} | {j['create_p90_ms']:.1f} | "
               f"{j['execute_rt_p50_ms']:.2f} |")
