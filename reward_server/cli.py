@@ -166,7 +166,7 @@ def ray_up(
     settings_ = _json_pairs(setting)
     if sandbox is not None:
         settings_["sandbox"] = sandbox
-    args = {"replicas": replicas if replicas == "auto" else int(replicas), "autoscale": autoscale,
+    args = {"replicas": replicas, "autoscale": autoscale,
             "min_replicas": min_replicas, "cpus_per_replica": cpus_per_replica, "settings": settings_,
             **_json_pairs(option)}
     try:

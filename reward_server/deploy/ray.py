@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import ray
 from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from ray import serve
 from ray.serve.config import AutoscalingContext
 
@@ -53,7 +53,7 @@ class FleetArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    replicas: int | Literal["auto"] = Field(
+    replicas: Annotated[int, Field(ge=1)] | Literal["auto"] = Field(
         "auto", description="replicas (the most, with autoscale): a number, or auto for one per alive node with "
         "cpus_per_replica CPUs")
     autoscale: bool = Field(False, description="let Serve scale between min_replicas and replicas on in-flight jobs")
@@ -72,6 +72,17 @@ class FleetArgs(BaseModel):
     settings: dict[str, Any] = Field(
         default_factory=dict, description="every replica's reward-server settings (reward_server.settings.Settings "
         "fields); the rest come from each node's REWARD_SERVER_* environment")
+
+
+    @field_validator("settings")
+    @classmethod
+    def _valid_settings(cls, v: dict[str, Any]) -> dict[str, Any]:
+        """Refused here, at deploy time, rather than by every replica on its node."""
+        try:
+            Settings(**v)
+        except ValidationError as e:
+            raise ValueError(f"settings: {e}") from None
+        return v
 
 
 def _pin_to_env_cpus() -> None:
@@ -162,7 +173,7 @@ def replica_capacity(settings: Settings, cpus: float) -> int:
 def build_app(args: dict[str, Any] | FleetArgs) -> serve.Application:
     """The Serve application (a Serve config's `import_path: reward_server.deploy.ray:build_app`)."""
     a = args if isinstance(args, FleetArgs) else FleetArgs.model_validate(args)
-    settings = Settings(**a.settings)  # refused here, at deploy time, rather than on every node
+    settings = Settings(**a.settings)
     nodes = nodes_with_cpus(a.cpus_per_replica)
     count = len(nodes) if a.replicas == "auto" else a.replicas
     if count < 1:

@@ -151,6 +151,15 @@ def fleet():
                     os.environ[k] = v
 
 
+@pytest.mark.parametrize("flags, field", [(["--replicas", "many"], "replicas"), (["--replicas", "0"], "replicas"),
+                                          (["--option", "max_ongoing_requests=0"], "max_ongoing_requests"),
+                                          (["--setting", "pool_size=-1"], "pool_size")])
+def test_ray_up_refuses_bad_flags_naming_them(flags, field):
+    """Checked before any cluster is reached: exit 2, the field named."""
+    res = CliRunner().invoke(cli.app, ["ray", "up", "--address", "127.0.0.1:1", *flags])
+    assert res.exit_code == 2 and field in res.output, res.output
+
+
 def test_batch_scored_across_every_replica(fleet):
     """One URL, every replica: 60 items, every reward right, answered by all three nodes; the
     ops routes and the integrations work through Serve's proxy unchanged."""
