@@ -16,6 +16,8 @@ from typing import Any
 
 MATH_SUFFIX = "\nGive the final answer as a number in \\boxed{}."
 CODE_SUFFIX = "\nReply with only the function in a ```python code block."
+# the bigarith tasks name the tool: without it SmolLM2-135M wrote a python block in 2 of 16 greedy answers
+TOOL_HINT = " Use Python: write a ```python block that prints the result."
 
 
 @dataclass(frozen=True)
@@ -132,7 +134,8 @@ def bigarith_tasks(n: int, seed: int) -> list[TaskItem]:
         if text in seen:
             continue
         seen.add(text)
-        out.append(TaskItem(f"bigarith-{len(out)}", text + MATH_SUFFIX, {"type": "math", "answer": str(ans)}))
+        out.append(TaskItem(f"bigarith-{len(out)}", text + TOOL_HINT + MATH_SUFFIX,
+                            {"type": "math", "answer": str(ans)}))
     return out
 
 

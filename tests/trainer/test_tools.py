@@ -371,7 +371,7 @@ def test_bigarith_tasks():
     assert len({t.prompt for t in items}) == 40
     for t in items:
         assert t.task["type"] == "math"
-        m = re.match(r"Compute (\d+) \* (\d+) exactly\.", t.prompt)
+        m = re.match(r"Compute (\d+) \* (\d+) exactly\. Use Python", t.prompt)
         if m:
             assert int(t.task["answer"]) == int(m.group(1)) * int(m.group(2))
         else:
