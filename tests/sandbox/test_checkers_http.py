@@ -164,3 +164,21 @@ int main(int argc, char* argv[]) {
     assert "repeated 1" in res["rep"]["detail"]["tests"][0]["message"]
     assert "presentation error" in res["junk"]["detail"]["tests"][0]["message"]
     assert httpx.get(srv.url + "/readyz").json()["testlib_header"] is True
+
+
+JS_RIGHT = "const n=parseInt(require('fs').readFileSync(0,'utf8'));let a=[];for(let i=n;i>=1;i--)a.push(i);console.log(a.join(' '));"
+JAVA_RIGHT = ("import java.util.*;public class Main{public static void main(String[] x){int n=new Scanner(System.in).nextInt();"
+              "StringBuilder b=new StringBuilder();for(int i=1;i<=n;i++)b.append(i).append('\\n');System.out.print(b);}}")
+JAVA_WRONG = "public class Main{public static void main(String[] x){System.out.println(\"1 1\");}}"
+
+
+def test_checked_java_and_node_programs(url):
+    """Java and node programs (which otherwise share one harness process between tests) are
+    checked with a process per test; their different right answers pass, a wrong one fails."""
+    items = [{"id": "js", "completion": fence(JS_RIGHT, "javascript"), "task": task(PERM, "javascript")},
+             {"id": "java", "completion": fence(JAVA_RIGHT, "java"), "task": task(PERM, "java")},
+             {"id": "java_wrong", "completion": fence(JAVA_WRONG, "java"), "task": task(PERM, "java")}]
+    res = {r["id"]: r for r in score(url, items)}
+    assert res["js"]["reward"] == pytest.approx(1.0), res["js"]
+    assert res["java"]["reward"] == pytest.approx(1.0), res["java"]
+    assert [t["status"] for t in res["java_wrong"]["detail"]["tests"]] == ["failed", "failed"], res["java_wrong"]
