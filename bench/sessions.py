@@ -8,9 +8,12 @@
    history on every turn (turn k runs cells 1..k): CPU time of the server's whole process tree
    (server, runners, sandboxed interpreters), from /proc;
 4. the memory of idle sessions: PSS of the server's process tree before and after opening
-   `--idle` sessions (PSS shares the forked interpreters' common pages out fairly).
+   `--idle` sessions (PSS shares the forked interpreters' common pages out fairly);
+5. with `--busy N`: /v1/score requests of known verdicts beside N sessions running a CPU-bound
+   cell at once (every verdict as when scored alone, every cell answered).
 
 Usage: python bench/sessions.py [--creates 40] [--executes 200] [--kernels 5] [--trajectories 4] [--idle 200]
+       [--busy 100]
 (bwrap; the Jupyter part needs `pip install jupyter_client ipykernel`, skipped without them)
 """
 
@@ -203,6 +206,39 @@ def idle_memory(c: httpx.Client, root: int, n: int) -> dict:
             "rss_after_mb": rss1, "pss_200_mb": pss0 + per * 200}
 
 
+SCORE_ITEMS = [  # known verdicts: 1.0, 0.6 (2 of 4 tests), 0.0 (does not compile), 1.0
+    {"completion": "```python\ndef add(a, b):\n    return a + b\n```", "task": None},
+    {"completion": "```python\ndef add(a, b):\n    return a + b if a > 0 and b > 0 else 99\n```", "task": None},
+    {"completion": "```python\ndef add(a, b)\n    return a + b\n```", "task": None},
+    {"completion": "```python\nprint(sum(map(int, input().split())))\n```",
+     "task": {"type": "code", "tests": {"kind": "stdio", "cases": [{"stdin": "1 2\n", "stdout": "3\n"}]}}},
+]
+ADD_TASK = {"type": "code", "tests": {"kind": "assert", "asserts": ["assert add(1, 2) == 3", "assert add(-1, 1) == 0",
+                                                                     "assert add(2, 2) == 4", "assert add(0, 5) == 5"]}}
+
+
+def busy_check(c: httpx.Client, n: int, requests: int = 20) -> dict:
+    """/v1/score beside n sessions each running a CPU-bound cell at once: every verdict as when
+    scored alone, no session call lost."""
+    from concurrent.futures import ThreadPoolExecutor  # noqa: PLC0415
+
+    items = [{**it, "task": it["task"] or ADD_TASK} for it in SCORE_ITEMS]
+    alone = [r["reward"] for r in c.post("/v1/score", json={"items": items}).json()["results"]]
+    sids = [c.post("/v1/sessions", json={}).json()["session_id"] for _ in range(n)]
+    burn = "s = 0\nfor i in range(2 * 10 ** 6):\n    s += i\ns"
+    t = time.perf_counter()
+    with ThreadPoolExecutor(n + requests) as pool:
+        busy = [pool.submit(c.post, f"/v1/sessions/{sid}/execute", json={"code": burn, "timeout_s": 30}) for sid in sids]
+        scored = [pool.submit(c.post, "/v1/score", json={"items": items}) for _ in range(requests)]
+        changed = sum(1 for f in scored if [r["reward"] for r in f.result().json()["results"]] != alone)
+        statuses = [f.result().json().get("status") for f in busy]
+    wall = time.perf_counter() - t
+    for sid in sids:
+        c.delete(f"/v1/sessions/{sid}")
+    return {"sessions": n, "score_requests": requests, "verdicts_changed": changed,
+            "sessions_ok": statuses.count("ok"), "wall_s": wall}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--creates", type=int, default=40)
@@ -210,9 +246,10 @@ def main() -> None:
     ap.add_argument("--kernels", type=int, default=5)
     ap.add_argument("--trajectories", type=int, default=4)
     ap.add_argument("--idle", type=int, default=200)
+    ap.add_argument("--busy", type=int, default=0, help="also: /v1/score beside this many busy sessions")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args()
-    env = {**os.environ, "REWARD_SERVER_MAX_SESSIONS": str(max(args.idle, 8)), "REWARD_SERVER_LOG_LEVEL": "warning",
+    env = {**os.environ, "REWARD_SERVER_MAX_SESSIONS": str(max(args.idle, args.busy, 8)), "REWARD_SERVER_LOG_LEVEL": "warning",
            "REWARD_SERVER_MAX_TIMEOUT_S": "60"}
     srv = SubprocessServer.start(["--sandbox", "bwrap"], env=env, timeout_s=180)
     out: dict = {}
@@ -221,6 +258,8 @@ def main() -> None:
             out["sessions"] = sessions_latency(c, args.creates, args.executes)
             out["trajectory"] = trajectory_cpu(c, srv.proc.pid, args.trajectories)
             out["idle"] = idle_memory(c, srv.proc.pid, args.idle)
+            if args.busy:
+                out["busy"] = busy_check(c, args.busy)
     finally:
         srv.stop()
     out["jupyter"] = jupyter_latency(args.kernels, min(args.executes, 100))
@@ -240,6 +279,11 @@ def main() -> None:
     m = out["idle"]
     print(f"idle sessions: {m['opened']} opened, PSS {m['pss_before_mb']:.0f} -> {m['pss_after_mb']:.0f} MiB "
           f"({m['pss_per_session_mb']:.2f} MiB each; 200 -> {m['pss_200_mb']:.0f} MiB), RSS sum {m['rss_after_mb']:.0f} MiB")
+    if "busy" in out:
+        b = out["busy"]
+        print(f"/v1/score beside {b['sessions']} busy sessions: {b['verdicts_changed']} of {b['score_requests']} "
+              f"requests had another verdict than alone; {b['sessions_ok']} of {b['sessions']} cells ok "
+              f"({b['wall_s']:.1f} s)")
     if args.json is not None:
         args.json.write_text(json.dumps(out, indent=2))
 
