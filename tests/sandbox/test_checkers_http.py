@@ -3,7 +3,8 @@ checker_problems.py (Python and C++ checkers) with several correct programs whos
 differ, wrong ones and partial-credit ones, each test's verdict right; a checker that rejects
 its own reference, does not compile, or includes testlib.h on a server without one is the task's
 error (task_error, reward null, the cause named), counted in /metrics; /readyz says whether a
-testlib header is configured. A real testlib.h is used where VERIREWARD_TESTLIB_H names one."""
+testlib header is configured; a checker that includes testlib.h builds against the operator's
+header (a stand-in written here; the real one where VERIREWARD_TESTLIB_H names it)."""
 
 from __future__ import annotations
 
@@ -139,22 +140,60 @@ def test_reference_check_is_cached_and_a_right_answer_still_passes(url):
         assert res["status"] == "ok" and res["reward"] == pytest.approx(1.0), res
 
 
-@pytest.mark.skipif(not os.environ.get("VERIREWARD_TESTLIB_H"), reason="set VERIREWARD_TESTLIB_H to a testlib.h "
-                    "(github.com/MikeMirzayanov/testlib) to run a real testlib checker")
-def test_real_testlib_checker_with_points(kind, shared_servers):
-    srv = shared_servers.get(sandbox=kind, sandbox_options=host_options(kind), testlib_header=os.environ["VERIREWARD_TESTLIB_H"])
-    checker = r'''#include "testlib.h"
+# A stand-in for testlib.h, written here (testlib itself is third-party code, never committed):
+# the calls the checker below uses, with testlib's exit codes and its "points <x>" line. It
+# carries the header path (setting, job message, written beside the source, cache key) in CI;
+# VERIREWARD_TESTLIB_H=/path/to/testlib.h runs the same checker against the real one too.
+FAKE_TESTLIB = r'''// A stand-in for testlib.h written for these tests (not testlib): the few calls the checker uses.
+#pragma once
+#include <bits/stdc++.h>
+enum TResult { _ok = 0, _wa = 1, _pe = 2, _fail = 3, _points = 7 };
+struct InStream {
+    std::ifstream f;
+    int readInt() { long long x; if (!(f >> x)) { std::fprintf(stderr, "wrong output format expected an integer\n"); std::exit(_pe); } return (int)x; }
+    bool seekEof() { f >> std::ws; return f.eof(); }
+};
+InStream inf, ouf, ans;
+void registerTestlibCmd(int argc, char** argv) { if (argc < 4) std::exit(_fail); inf.f.open(argv[1]); ouf.f.open(argv[2]); ans.f.open(argv[3]); }
+[[noreturn]] void quitf(TResult r, const char* fmt, ...) {
+    va_list a; va_start(a, fmt); std::vfprintf(stderr, fmt, a); va_end(a); std::fputc('\n', stderr); std::exit(r);
+}
+[[noreturn]] void quitp(double p, const char* fmt, ...) {
+    std::fprintf(stderr, "points %.10f ", p); va_list a; va_start(a, fmt); std::vfprintf(stderr, fmt, a); va_end(a);
+    std::fputc('\n', stderr); std::exit(_points);
+}
+'''
+
+TESTLIB_CHECKER = r'''#include "testlib.h"
 int main(int argc, char* argv[]) {
     registerTestlibCmd(argc, argv);
     int n = inf.readInt(), k = 0;
     std::vector<int> seen(n + 1);
-    while (!ouf.seekEof()) { int x = ouf.readInt(1, n, "x"); if (seen[x]) quitf(_wa, "repeated %d", x); seen[x] = 1; k++; }
+    while (!ouf.seekEof()) { int x = ouf.readInt(); if (x < 1 || x > n || seen[x]) quitf(_wa, "repeated %d", x); seen[x] = 1; k++; }
     if (k == n) quitf(_ok, "a permutation of %d", n);
     if (k == 0) quitf(_wa, "empty");
     quitp(double(k) / n, "only %d of %d", k, n);
 }'''
+
+
+def _headers() -> list:
+    real = os.environ.get("VERIREWARD_TESTLIB_H")
+    return ["stand-in", pytest.param("real", marks=pytest.mark.skipif(not real, reason="set VERIREWARD_TESTLIB_H to "
+                                                                      "a testlib.h (github.com/MikeMirzayanov/testlib)"))]
+
+
+@pytest.mark.parametrize("header", _headers())
+def test_testlib_checker_with_points(kind, header, shared_servers, tmp_path_factory):
+    """A server with a testlib header configured says so on /readyz and builds checkers that
+    include it: OK, WA, presentation error and quitp's points (partial credit in the reward)."""
+    path = os.environ.get("VERIREWARD_TESTLIB_H", "")
+    if header == "stand-in":
+        path = str(tmp_path_factory.getbasetemp() / "testlib.h")  # the same path for both hosts: one server each
+        with open(path, "w") as f:
+            f.write(FAKE_TESTLIB)
+    srv = shared_servers.get(sandbox=kind, sandbox_options=host_options(kind), testlib_header=path)
     t = {"type": "code", "tests": {"kind": "stdio", "cases": [{"stdin": "4\n", "stdout": "1 2 3 4\n"}],
-                                   "checker": {"source": checker}}}
+                                   "checker": {"source": TESTLIB_CHECKER}}}
     progs = {"ok": "n=int(input());print(*range(n,0,-1))", "half": "print(1, 2)", "rep": "print(1, 1)", "junk": "print('x')"}
     res = {r["id"]: r for r in score(srv.url, [{"id": k, "completion": fence(p), "task": t} for k, p in progs.items()])}
     assert all(r["status"] == "ok" for r in res.values()), res
@@ -164,6 +203,16 @@ int main(int argc, char* argv[]) {
     assert "repeated 1" in res["rep"]["detail"]["tests"][0]["message"]
     assert "presentation error" in res["junk"]["detail"]["tests"][0]["message"]
     assert httpx.get(srv.url + "/readyz").json()["testlib_header"] is True
+
+
+def test_testlib_header_setting_is_checked_at_start(tmp_path):
+    """A header path that cannot be read refuses the start, naming the setting."""
+    from reward_server.settings import Settings
+
+    with pytest.raises(ValueError, match="testlib_header"):
+        Settings(testlib_header=tmp_path / "missing.h")
+    with pytest.raises(ValueError, match="testlib_header"):
+        Settings(testlib_header=tmp_path)  # a directory
 
 
 JS_RIGHT = "const n=parseInt(require('fs').readFileSync(0,'utf8'));let a=[];for(let i=n;i>=1;i--)a.push(i);console.log(a.join(' '));"
