@@ -21,7 +21,7 @@ __all__ = ["CONVERTERS", "FORMATS", "RowError", "dataset_task", "format_of", "pl
 CONVERTERS: dict[str, Callable[..., dict]] = {
     codecontests.FORMAT: codecontests.to_task,
     apps.FORMAT: apps.to_task,
-    "taco": apps.to_task,
+    "taco": apps.taco_task,
     livecodebench.FORMAT: livecodebench.to_task,
     codeforces.FORMAT: codeforces.to_task,
     humaneval.FORMAT: humaneval.to_task,

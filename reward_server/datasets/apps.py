@@ -9,8 +9,10 @@ TACO adds `time_limit` and `memory_limit` as text ("1 second", "256 megabytes"; 
 "None"). APPS gives no limits (its `testing_util` uses 4 s per test: the server's default
 stands in).
 
-Comparison: APPS' `testing_util.py` (also TACO's and verl's `prime_code`) passes a stdio
-test through a cascade of exact, stripped-line, token and `allclose` comparisons: mode `apps`.
+Comparison: APPS' `testing_util.py` passes a stdio test through a cascade of exact,
+stripped-line, token and `allclose` comparisons: mode `apps`; TACO's own `testing_util.py`
+compares the whole stdout (`compare_std_results`): mode `taco` (verl's `prime_code` is a third
+variant, used for the rows verl itself judges with it).
 Call tests compare the returned value (`CallTests`). Its programs run after a block of imports
 (`PRELUDE`, the task's `prefix` for a Python program).
 """
@@ -133,8 +135,9 @@ def _limit(row: dict, field: str, pattern: re.Pattern) -> float | None:
     return float(m.group(1)) or None if m else None
 
 
-def to_task(row: dict, language: str = "python") -> dict:
-    """An APPS or TACO row: its `input_output` tests (mode `apps` for stdio), TACO's limits."""
+def to_task(row: dict, language: str = "python", compare: str = "apps") -> dict:
+    """An APPS or TACO row: its `input_output` tests (stdio compared as the data set's own judge
+    does: mode `apps`, or `taco` for TACO, whose judge compares the whole stdout), TACO's limits."""
     row = obj(row, FORMAT)
     io = json_field(row, FORMAT, "input_output")
     if io is None:
@@ -148,8 +151,13 @@ def to_task(row: dict, language: str = "python") -> dict:
         raise RowError(FORMAT, "input_output", str(e).replace("verl ground truth", "").lstrip(": ")) from None
     tests = task["tests"]
     if tests["kind"] == "stdio":
-        tests["compare"] = "apps"
+        tests["compare"] = compare
         task["language"] = language
     extra = {"prefix": PRELUDE} if task["language"] == "python" else {}
     return code_task(tests, task["language"], timeout_s=_limit(row, "time_limit", _SECONDS),
                      memory=_limit(row, "memory_limit", _MEGABYTES), **extra)
+
+
+def taco_task(row: dict, language: str = "python") -> dict:
+    """A TACO row: APPS' schema and TACO's limits, stdout judged by TACO's own comparison."""
+    return to_task(row, language, compare="taco")

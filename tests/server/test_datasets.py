@@ -508,3 +508,10 @@ def test_a_generated_checker_that_rejects_its_own_answer_is_the_rows_error(url):
             "task": {"type": "dataset", "format": "codeforces", "row": row}}
     res = httpx.post(url + "/v1/score", json={"items": [item]}, timeout=120).json()["results"][0]
     assert res["status"] == "task_error" and res["reward"] is None, res
+
+
+def test_taco_rows_are_judged_by_tacos_own_comparison():
+    """TACO's judge compares the whole stdout (mode `taco`), APPS's runs its cascade (`apps`)."""
+    assert datasets.to_task("taco", APPS_STDIO_ROW)["tests"]["compare"] == "taco"
+    assert datasets.to_task("apps", APPS_STDIO_ROW)["tests"]["compare"] == "apps"
+    assert datasets.to_task(datasets.format_of("BAAI/TACO"), APPS_STDIO_ROW)["tests"]["compare"] == "taco"
