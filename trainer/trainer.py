@@ -189,10 +189,10 @@ class GRPOTrainer:
             system = TOOL_SYSTEM_PROMPT
         return render_prompts(self.tokenizer, [t.prompt for t in items], system)
 
-    def _gen(self, items: list[TaskItem], n: int, temperature: float, tag: str = "") -> list[Sequence]:
+    def _gen(self, items: list[TaskItem], n: int, temperature: float) -> list[Sequence]:
         if self.tools is not None:  # sessions opened for these groups and released before this returns
             labels = {"grpo_run": self.run_id, "grpo_step": str(self.step), "grpo_rank": str(self.rank)}
-            return self.tools.generate(self._prompts(items), n, temperature, {**labels, "grpo_tag": tag})
+            return self.tools.generate(self._prompts(items), n, temperature, labels)
         return self.generator.generate(self._prompts(items), n, temperature)
 
     def _micro(self) -> int:
@@ -219,7 +219,7 @@ class GRPOTrainer:
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
             t0 = time.perf_counter()
-            seqs = self._gen(part, cfg.group_size, cfg.temperature, f"{tag}-{k}")
+            seqs = self._gen(part, cfg.group_size, cfg.temperature)
             st.gen_time += time.perf_counter() - t0
             pending.append((part, seqs, self._score(part, seqs, f"{tag}-{k}")))
         kept: list[list[Sequence]] = []
@@ -482,7 +482,7 @@ class GRPOTrainer:
         n = 1 if cfg.eval_temperature == 0 else cfg.eval_samples
         for k in range(0, len(items), chunk):
             part = items[k : k + chunk]
-            seqs = self._gen(part, n, cfg.eval_temperature, f"{tag}{self.step}-{k}")
+            seqs = self._gen(part, n, cfg.eval_temperature)
             scores: list[Scored] = self._score(part, seqs, f"{tag}{self.step}-{k}").result()
             for s, sc in zip(seqs, scores, strict=True):
                 st.completions += 1
@@ -502,7 +502,7 @@ class GRPOTrainer:
             gchunk = max(1, cfg.prompts_per_step)
             for k in range(0, len(gitems), gchunk):
                 part = gitems[k : k + gchunk]
-                seqs = self._gen(part, cfg.eval_group_size, cfg.temperature, f"{tag}g{k}")
+                seqs = self._gen(part, cfg.eval_group_size, cfg.temperature)
                 scores = self._score(part, seqs, f"{tag}g{k}").result()
                 res = keep_groups(seqs, [s.prompt_index for s in seqs], [sc.reward if sc.ok else None for sc in scores],
                                   len(part), cfg.min_group_std)
