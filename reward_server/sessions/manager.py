@@ -19,7 +19,7 @@ import math
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from fastapi import HTTPException
@@ -29,7 +29,14 @@ from reward_server.errors import InvalidRequest, RequestRejected, error
 from reward_server.metrics import Metrics
 from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
 from reward_server.scoring import Scorer
-from reward_server.sessions.models import ID_SEP, SessionCreate, SessionInfo, SessionScore, b64_files
+from reward_server.sessions.models import (
+    ID_SEP,
+    SessionCreate,
+    SessionInfo,
+    SessionScore,
+    b64_files,
+    server_of,
+)
 from reward_server.settings import Settings
 from sandbox.api import InfraError, JobRunner, SessionsFull, UnknownSession
 from sandbox.sessions import SessionExec, SessionExecResult, SessionSpec
@@ -103,6 +110,8 @@ class SessionManager:
         self._opening = 0
         self._closing = False
         self._sweeper: asyncio.Task | None = None
+        # told each new session's id once it is open (the Ray fleet's replica: Serve learns where it lives)
+        self.on_open: Callable[[str], Awaitable[None]] | None = None
         metrics.sessions_live.set_function(lambda: self.live)
 
     # ------------------------------------------------------------------ life cycle
@@ -194,12 +203,27 @@ class SessionManager:
         self.sessions[sid] = s
         self.created_total += 1
         self.metrics.sessions_created.inc()
+        if self.on_open is not None:
+            try:
+                await self.on_open(sid)
+            except Exception:  # a routing hint; the session itself is open and fine
+                log.exception("on_open hook failed for session %s", sid)
         return s
 
     # ------------------------------------------------------------------ look up
+    def elsewhere(self, session_id: str) -> None:
+        """503, not 404, for an id another server gave: behind a load balancer (a Ray Serve
+        fleet) the request reached the wrong replica, and a retry is routed again."""
+        owner = server_of(session_id)
+        if owner and owner != self.server_id:
+            raise RequestRejected(503, f"session {session_id[:100]!r} lives on server {owner[:40]!r}, this is "
+                                  f"{self.server_id!r}: retry (a load balancer routes it again)", retry_after=0,
+                                  reason="session_elsewhere")
+
     def get(self, session_id: str) -> Session:
         s = self.sessions.get(session_id)
         if s is None:
+            self.elsewhere(session_id)
             raise not_found(session_id, self.ended.get(session_id, ""))
         return s
 
@@ -286,6 +310,7 @@ class SessionManager:
         if s is None:
             if session_id in self.ended:
                 return False, self.ended[session_id]
+            self.elsewhere(session_id)
             raise not_found(session_id)
         await self._end(s, "deleted")
         return True, ""

@@ -161,10 +161,22 @@ def test_bad_input_is_4xx_naming_the_field(http):
         assert r.status_code == 422 and r.json()["detail"][0]["field"].startswith("task.tests"), r.text
     finally:
         http.delete(f"/v1/sessions/{sid}")
+    mine = sid.split(".")[0]  # an id this server never gave: 404
+    for method, path in (("GET", f"/v1/sessions/{mine}.0"), ("POST", f"/v1/sessions/{mine}.0/execute"),
+                         ("DELETE", f"/v1/sessions/{mine}.0"), ("POST", f"/v1/sessions/{mine}.0/score")):
+        r = http.request(method, path, json={"code": "1"} if method == "POST" else None)
+        assert r.status_code == 404, (method, path, r.text)
+
+
+def test_another_servers_session_is_503_to_retry(http):
+    """An id another server gave (behind a load balancer: a request routed to the wrong replica)
+    is 503 with Retry-After, so a client retries and is routed again; never 404, which would end
+    the caller's session."""
     for method, path in (("GET", "/v1/sessions/nope.0"), ("POST", "/v1/sessions/nope.0/execute"),
                          ("DELETE", "/v1/sessions/nope.0"), ("POST", "/v1/sessions/nope.0/score")):
         r = http.request(method, path, json={"code": "1"} if method == "POST" else None)
-        assert r.status_code == 404, (method, path, r.text)
+        assert r.status_code == 503 and r.headers["retry-after"] == "0", (method, path, r.text)
+        assert "lives on server 'nope'" in r.text, r.text
 
 
 # ---------------------------------------------------------------------------- isolation
