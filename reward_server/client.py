@@ -40,7 +40,13 @@ import httpx
 
 from reward_server.labels import normal_task, plain
 from reward_server.schemas import CodeDetail, ExtractOptions, ScoreItem, ScoreResult
-from reward_server.sessions.models import SessionCreated, SessionExecResult, SessionInfo, server_of
+from reward_server.sessions.models import (
+    SessionCreated,
+    SessionExecResult,
+    SessionInfo,
+    server_of,
+    session_route,
+)
 from reward_server.settings import Weights
 
 __all__ = ["AsyncRewardClient", "ClientStats", "CodeDetail", "RewardClient", "RewardServerError", "ScoreItem",
@@ -380,7 +386,8 @@ class AsyncRewardClient(_Core):
                 if wait > 0:
                     await asyncio.sleep(wait)
                 try:
-                    resp = await self._http.request(method, target + path, json=body, params=params)
+                    resp = await self._http.request(method, target + path, json=body, params=params,
+                                                    headers=session_route(path))
                 except httpx.TransportError as e:
                     exc = e
             finally:
@@ -573,7 +580,8 @@ class RewardClient(_Core):
                 if wait > 0:
                     time.sleep(wait)
                 try:
-                    resp = self._http.request(method, target + path, json=body, params=params)
+                    resp = self._http.request(method, target + path, json=body, params=params,
+                                              headers=session_route(path))
                 except httpx.TransportError as e:
                     exc = e
             finally:

@@ -17,6 +17,8 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
+from reward_server.sessions.models import session_route
+
 ExecStatus = Literal["ok", "error", "timeout", "session_lost"]
 
 
@@ -65,7 +67,7 @@ class SessionClient:
     def _call(self, method: str, path: str, body: dict | None = None) -> httpx.Response:
         for attempt in range(self._retries + 1):
             try:
-                r = self._http.request(method, path, json=body)
+                r = self._http.request(method, path, json=body, headers=session_route(path))
             except httpx.TransportError as e:
                 if attempt == self._retries:
                     raise SessionError(f"{method} {path}: {type(e).__name__}: {e}") from e

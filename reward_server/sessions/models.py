@@ -25,6 +25,20 @@ ID_SEP = "."  # a session id is "<server id>.<random hex>": the bundled client r
 SERVER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 
 
+# sent with every call for a session: Ray Serve's proxy routes it to the replica that registered
+# the id (model multiplexing, reward_server/deploy/ray.py); any other server ignores it
+ROUTE_HEADER = "serve_multiplexed_model_id"
+_SESSIONS_PATH = "/v1/sessions/"
+
+
+def session_route(path: str) -> dict[str, str] | None:
+    """The routing header for a request to `/v1/sessions/{id}[/...]`, None for any other path."""
+    if not path.startswith(_SESSIONS_PATH):
+        return None
+    sid = path[len(_SESSIONS_PATH):].split("/", 1)[0]
+    return {ROUTE_HEADER: sid} if sid else None
+
+
 def server_of(session_id: str) -> str:
     """The server part of a session id (what the bundled client routes by), '' when it has none."""
     head, sep, _ = session_id.partition(ID_SEP)
