@@ -13,6 +13,12 @@ replicas; the application tells it two things:
   holds their sum against one replica's capacity (`target_ongoing_requests`), inside Serve's own
   delays, factors and bounds.
 
+Sessions stay on the replica that holds them through Serve's model multiplexing: a session id is
+the replica's "model". When the replica opens a session it loads that id (a no-op marker), so
+Serve's router learns where it lives, and every session call that names it in the
+`serve_multiplexed_model_id` header (the bundled clients send it) goes to that replica; a call that
+still lands elsewhere is answered 503 (`session_elsewhere`) and retried, never 404.
+
 Every response names the replica and node that answered (`x-reward-replica`, `x-reward-node`).
 `reward-server ray up|down` (reward_server/cli.py) and `serve run|deploy deploy/ray/serve.yaml`
 both build the application with `build_app`.
@@ -32,6 +38,7 @@ from ray import serve
 from ray.serve.config import AutoscalingContext
 
 from reward_server.app import create_app
+from reward_server.sessions.models import ROUTE_HEADER
 from reward_server.settings import Settings
 from reward_server.state import ServerState
 from sandbox.pool import default_slots
@@ -46,6 +53,9 @@ INFLIGHT_METRIC = "inflight_jobs"
 # CPUs (e.g. "0" or "2,3") a node's replica and its runners keep to, where several Ray nodes share
 # one machine (benches, tests); unset on a real node, whose pool sizes itself to the machine
 CPUS_ENV = "REWARD_SERVER_CPUS"
+# session ids a replica keeps registered with Serve's router, oldest used dropped first: far more
+# than a replica holds live, so a live session is dropped only when this many newer ones were used
+HELD_SESSIONS = 4096
 
 
 class FleetArgs(BaseModel):
@@ -93,16 +103,28 @@ def _pin_to_env_cpus() -> None:
 
 
 class _ReplicaHeaders:
-    """ASGI middleware: every HTTP answer names the replica and the node that gave it."""
+    """ASGI middleware: every HTTP answer names the replica and the node that gave it. It also
+    keeps the session routing current: it hands the replica's `hold` to the session manager (once
+    the server's lifespan made one), and a call naming a session this replica holds refreshes it
+    in Serve's registry (its least recently used ids go first)."""
 
-    def __init__(self, app: Any, replica: str, node: str) -> None:
+    def __init__(self, app: Any, replica: str, node: str, owner: RewardServer) -> None:
         self.app = app
+        self.owner = owner
         self.headers = [(REPLICA_HEADER.encode(), replica.encode()), (NODE_HEADER.encode(), node.encode())]
+        self.route = ROUTE_HEADER.encode()
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        m = self.owner.state.sessions if self.owner.state is not None else None
+        if m is not None:
+            if m.on_open is None:
+                m.on_open = self.owner.hold
+            sid = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == self.route), None)
+            if sid and sid in m.sessions:
+                await self.owner.hold(sid)
 
         async def send_named(message: dict) -> None:
             if message["type"] == "http.response.start":
@@ -125,9 +147,15 @@ class RewardServer:
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         app = create_app(self.settings)
-        app.add_middleware(_ReplicaHeaders, replica=self.replica, node=self.node)
+        app.add_middleware(_ReplicaHeaders, replica=self.replica, node=self.node, owner=self)
         self.state = app.state.server
         return app
+
+    @serve.multiplexed(max_num_models_per_replica=HELD_SESSIONS)
+    async def hold(self, session_id: str) -> bool:
+        """Serve's "model load" for a session id: nothing to load; Serve records that this
+        replica holds it and routes calls carrying it in `serve_multiplexed_model_id` here."""
+        return True
 
     def check_health(self) -> None:
         """Healthy while the pool has a live runner (and the server is not draining)."""

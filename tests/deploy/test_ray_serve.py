@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import concurrent.futures
 import importlib
 import json
 import os
@@ -198,6 +199,59 @@ def test_batch_scored_across_every_replica(fleet):
     finally:
         scorer.close()
     assert [x.reward for x in got] == [pytest.approx(1.0), pytest.approx(0.2)]
+
+
+class RoutedRecording(httpx.HTTPTransport):
+    """The client's real transport, noting each answer's path, status and replica."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, int, str]] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        resp = super().handle_request(request)
+        self.seen.append((request.url.path, resp.status_code, resp.headers.get(REPLICA_HEADER, "")))
+        return resp
+
+
+def test_sessions_stay_on_their_replica(fleet):
+    """Sessions opened through Serve's one URL spread over the replicas, and every call for one
+    reaches the replica that holds it (the client's `serve_multiplexed_model_id` header and the
+    replica's multiplexed `hold`): ten executes each build state right, and score grades it.
+    Without the header the same calls are spread at random: some land on a replica that does not
+    hold the session and are answered 503 (to retry), never 404."""
+    transport = RoutedRecording()
+    with RewardClient(fleet.url, max_concurrency=6, transport=transport) as client:
+        sids = [client.open_session(labels={"suite": "ray-route"}).session_id for _ in range(6)]
+        created = [rep for path, code, rep in transport.seen if path == "/v1/sessions" and code == 200]
+        holder = dict(zip(sids, created, strict=True))
+        assert len(set(holder.values())) > 1, holder  # spread over replicas
+        assert len({sid.split(".")[0] for sid in sids}) == len(set(holder.values()))
+
+        def build(sid: str) -> list[tuple[str, str | None]]:
+            out = [client.execute(sid, "x = 0")]
+            out += [client.execute(sid, "x += 1\nx") for _ in range(10)]
+            return [(r.status, r.result) for r in out]
+
+        with concurrent.futures.ThreadPoolExecutor(6) as pool:
+            got = list(pool.map(build, sids))
+        assert got == [[("ok", None)] + [("ok", str(k)) for k in range(1, 11)]] * 6, got
+        for sid in sids:  # right only where the replayed state is x == 10
+            assert client.execute(sid, "def add(a, b):\n    return a + b + x - 10").status == "ok"
+        assert [client.score_session(sid, add_item(3)["task"]).reward for sid in sids] == [pytest.approx(1.0)] * 6
+        answered = [(path, rep) for path, code, rep in transport.seen if code == 200 and "/v1/sessions/" in path]
+        assert all(rep == holder[path.split("/")[3]] for path, rep in answered)
+        misrouted = sum(1 for _, code, _ in transport.seen if code == 503)
+
+        # without the header: Serve's plain routing, most calls reach a replica that lacks the session
+        statuses = collections.Counter(
+            httpx.post(f"{fleet.url}/v1/sessions/{sid}/execute", json={"code": "None"}, timeout=30).status_code
+            for sid in sids for _ in range(3))
+        assert set(statuses) <= {200, 503} and statuses[503] > 0, statuses
+        for sid in sids:
+            assert client.close_session(sid)
+    print(f"sessions on {len(set(holder.values()))} replicas; 503s retried with the header: {misrouted}; "
+          f"without it: {dict(statuses)}")
 
 
 def test_serve_config_file_builds_the_fleet(fleet):
