@@ -17,7 +17,7 @@ from typing import Literal
 import httpx
 from pydantic import BaseModel, ConfigDict
 
-from reward_server.sessions.models import session_route
+from reward_server.sessions.models import ELSEWHERE, session_route
 
 ExecStatus = Literal["ok", "error", "timeout", "session_lost"]
 
@@ -101,7 +101,7 @@ class SessionClient:
         if timeout_s is not None:
             body["timeout_s"] = timeout_s
         r = self._call("POST", f"/v1/sessions/{session_id}/execute", body)
-        if r.status_code in (404, 410):
+        if r.status_code in (404, 410) or (r.status_code == 503 and ELSEWHERE in r.text):  # its server is gone
             return ExecResult(status="session_lost", stderr=r.text[:300])
         if r.status_code != 200:
             raise SessionError(f"POST /v1/sessions/{session_id}/execute: HTTP {r.status_code}: {r.text[:300]}")

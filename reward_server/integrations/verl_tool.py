@@ -35,6 +35,7 @@ from verl.utils.rollout_trace import rollout_trace_op
 
 from reward_server.client import AsyncRewardClient, RewardServerError, SessionExecResult
 from reward_server.labels import server_token, server_url, task_of
+from reward_server.sessions.models import ELSEWHERE
 
 DEFAULT_SCHEMA = {
     "type": "function",
@@ -146,7 +147,8 @@ class SessionCodeTool(BaseTool):
             sid = await self._session(inst)
             res = await self._client().execute(sid, code, timeout_s=self.timeout_s)
         except RewardServerError as e:
-            if inst.trajectory is not None and e.status_code == 404:  # ended (idle): the next call opens anew
+            gone = e.status_code == 404 or (e.status_code == 503 and ELSEWHERE in str(e))  # ended, or its server
+            if inst.trajectory is not None and gone:  # the next call opens anew
                 self._trajectories.pop(inst.trajectory, None)
             return ToolResponse(text=f"error: the interpreter is unavailable ({e})"), 0.0, {"status": "unavailable"}
         if res.status == "session_lost":

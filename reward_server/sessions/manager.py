@@ -30,6 +30,7 @@ from reward_server.metrics import Metrics
 from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
 from reward_server.scoring import Scorer
 from reward_server.sessions.models import (
+    ELSEWHERE,
     ID_SEP,
     SessionCreate,
     SessionInfo,
@@ -217,7 +218,7 @@ class SessionManager:
         owner = server_of(session_id)
         if owner and owner != self.server_id:
             raise RequestRejected(503, f"session {session_id[:100]!r} lives on server {owner[:40]!r}, this is "
-                                  f"{self.server_id!r}: retry (a load balancer routes it again)", retry_after=0,
+                                  f"{self.server_id!r} ({ELSEWHERE}): retry (a load balancer routes it again)", retry_after=0,
                                   reason="session_elsewhere")
 
     def get(self, session_id: str) -> Session:

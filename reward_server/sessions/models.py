@@ -29,6 +29,9 @@ SERVER_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 # the id (model multiplexing, reward_server/deploy/ray.py); any other server ignores it
 ROUTE_HEADER = "serve_multiplexed_model_id"
 _SESSIONS_PATH = "/v1/sessions/"
+# in the 503 for another server's id; once retries run out it means the session's server is gone
+# (restarted, or its replica replaced): a client treats the session as lost
+ELSEWHERE = "session_elsewhere"
 
 
 def session_route(path: str) -> dict[str, str] | None:

@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from reward_server.client import RewardClient
+from reward_server.sessions.models import ELSEWHERE
 from tests.conftest import kind_params
 from tests.server.conftest import (
     ADD_TASK,
@@ -176,7 +177,7 @@ def test_another_servers_session_is_503_to_retry(http):
                          ("DELETE", "/v1/sessions/nope.0"), ("POST", "/v1/sessions/nope.0/score")):
         r = http.request(method, path, json={"code": "1"} if method == "POST" else None)
         assert r.status_code == 503 and r.headers["retry-after"] == "0", (method, path, r.text)
-        assert "lives on server 'nope'" in r.text, r.text
+        assert "lives on server 'nope'" in r.text and ELSEWHERE in r.text, r.text
 
 
 # ---------------------------------------------------------------------------- isolation

@@ -221,6 +221,16 @@ def _gone(url: str, ids: list[str]) -> bool:
     return True
 
 
+def test_session_of_a_gone_server_is_lost(server_url):
+    """An id another server gave (its server restarted, or its replica replaced) answers 503 to
+    retry; once the retries run out, the tool call is `session_lost` and the rollout goes on."""
+    c = SessionClient(server_url, retries=1)
+    try:
+        assert c.execute("gone.0", "1").status == "session_lost"
+    finally:
+        c.close()
+
+
 SCRIPTS = {
     # state persists between turns: x from the first block is read by the second
     "p": [["```python\nx = 6 * 7\nprint(x)\n```", "```python\nprint(x + 1)\n```", "so \\boxed{42}"]],
