@@ -31,12 +31,14 @@ from reward_server.schemas import ExtractOptions, ScoreItem, ScoreResult
 from reward_server.scoring import Scorer
 from reward_server.sessions.models import (
     ELSEWHERE,
+    ID_HEX,
     ID_SEP,
     SessionCreate,
     SessionInfo,
     SessionScore,
     b64_files,
     server_of,
+    well_formed,
 )
 from reward_server.settings import Settings
 from sandbox.api import InfraError, JobRunner, SessionsFull, UnknownSession
@@ -195,7 +197,7 @@ class SessionManager:
         finally:
             self._opening -= 1
         now = self.clock()
-        sid = f"{self.server_id}{ID_SEP}{secrets.token_hex(16)}"
+        sid = f"{self.server_id}{ID_SEP}{secrets.token_hex(ID_HEX)}"
         s = Session(id=sid, key=key, spec=spec, labels=dict(body.labels), created_at=now, expires_at=now + ttl,
                     idle_timeout_s=idle, last_used=now)
         if self._closing:  # the server began stopping while the sandbox opened it
@@ -216,7 +218,7 @@ class SessionManager:
         """503, not 404, for an id another server gave: behind a load balancer (a Ray Serve
         fleet) the request reached the wrong replica, and a retry is routed again."""
         owner = server_of(session_id)
-        if owner and owner != self.server_id:
+        if owner != self.server_id and well_formed(session_id):  # anything else is no id of any server: 404
             raise RequestRejected(503, f"session {session_id[:100]!r} lives on server {owner[:40]!r}, this is "
                                   f"{self.server_id!r} ({ELSEWHERE}): retry (a load balancer routes it again)", retry_after=0,
                                   reason="session_elsewhere")

@@ -32,6 +32,13 @@ _SESSIONS_PATH = "/v1/sessions/"
 # in the 503 for another server's id; once retries run out it means the session's server is gone
 # (restarted, or its replica replaced): a client treats the session as lost
 ELSEWHERE = "session_elsewhere"
+ID_HEX = 16  # random bytes in an id, after the server id and ID_SEP
+_ID_FORM = re.compile(SERVER_ID_PATTERN[:-1] + re.escape(ID_SEP) + f"[0-9a-f]{{{2 * ID_HEX}}}$")
+
+
+def well_formed(session_id: str) -> bool:
+    """Shaped as a server gives ids (`<server id>.<32 hex>`)."""
+    return _ID_FORM.match(session_id) is not None
 
 
 def session_route(path: str) -> dict[str, str] | None:

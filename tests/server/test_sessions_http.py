@@ -173,9 +173,12 @@ def test_another_servers_session_is_503_to_retry(http):
     """An id another server gave (behind a load balancer: a request routed to the wrong replica)
     is 503 with Retry-After, so a client retries and is routed again; never 404, which would end
     the caller's session."""
-    for method, path in (("GET", "/v1/sessions/nope.0"), ("POST", "/v1/sessions/nope.0/execute"),
-                         ("DELETE", "/v1/sessions/nope.0"), ("POST", "/v1/sessions/nope.0/score")):
+    other = "nope." + "0" * 32  # shaped as a server gives ids; "nope.0" is no server's id: 404
+    for method, path in (("GET", f"/v1/sessions/{other}"), ("POST", f"/v1/sessions/{other}/execute"),
+                         ("DELETE", f"/v1/sessions/{other}"), ("POST", f"/v1/sessions/{other}/score")):
         r = http.request(method, path, json={"code": "1"} if method == "POST" else None)
+        assert http.request(method, "/v1/sessions/nope.0" + path.rsplit(other, 1)[1],
+                            json={"code": "1"} if method == "POST" else None).status_code == 404
         assert r.status_code == 503 and r.headers["retry-after"] == "0", (method, path, r.text)
         assert "lives on server 'nope'" in r.text and ELSEWHERE in r.text, r.text
 

@@ -226,7 +226,7 @@ def test_session_of_a_gone_server_is_lost(server_url):
     retry; once the retries run out, the tool call is `session_lost` and the rollout goes on."""
     c = SessionClient(server_url, retries=1)
     try:
-        assert c.execute("gone.0", "1").status == "session_lost"
+        assert c.execute("gone." + "0" * 32, "1").status == "session_lost"
     finally:
         c.close()
 
