@@ -90,4 +90,4 @@ def test_math_through_openrlhf_trl_and_verl(url):
     assert f(prompts=["q"] * 2, completions=["\\boxed{2}", "\\boxed{3}"], answer=["2", "2"]) == [1.0, 0.0]
 
     d = verl_compat.compute_score("openai/gsm8k", "#### 18\nThe answer is 18", "18", server_url=url)
-    assert d["score"] == pytest.approx(1.0) and d["acc"] == 1.0 and set(d) == {"score", "acc", "passed", "total", "infra_error", "task_error"}
+    assert d["score"] == pytest.approx(1.0) and d["acc"] == 1.0 and set(d) == {"score", "acc", "passed", "total", "infra_error", "task_error", "queue_timeout"}
