@@ -74,7 +74,8 @@ def host_job_processes(uid_lo: int = UID_LO, uid_hi: int = UID_HI) -> list[int]:
             if not uid_lo <= uid < uid_hi or state in ("Z", "X"):
                 continue
             if (uid - uid_lo) % 2 == 0:
-                found.append(int(name))
+                if not _in_session_slot(ppid):
+                    found.append(int(name))
             else:
                 verdicts.setdefault(ppid, []).append(int(name))
     for ppid, pids in verdicts.items():
@@ -82,6 +83,38 @@ def host_job_processes(uid_lo: int = UID_LO, uid_hi: int = UID_HI) -> list[int]:
         if not legit:
             found += pids
     return found
+
+
+def _in_session_slot(ppid: int) -> bool:
+    """Whether a process descends from a runner's session slot (`vr-slot-K` with K at or past
+    the runner's `--slots`): a live session's interpreter, which lives between calls by design
+    (open sessions of other tests' servers), not a job's leftover."""
+    pid = ppid
+    for _ in range(4):
+        comm = _comm_of(pid)
+        if comm.startswith("vr-slot-") and comm[8:].isdigit() and _uid_of(pid) == 0:
+            runner = _parent_of(pid)
+            if _comm_of(runner) != "vr-runner":
+                return False
+            try:
+                with open(f"/proc/{runner}/cmdline", "rb") as f:
+                    argv = f.read().decode(errors="replace").split("\0")
+                slots = int(argv[argv.index("--slots") + 1])
+            except (OSError, ValueError, IndexError):
+                return False
+            return int(comm[8:]) >= slots
+        pid = _parent_of(pid)
+        if pid <= 1:
+            return False
+    return False
+
+
+def _parent_of(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def _comm_of(pid: int) -> str:
