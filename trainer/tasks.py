@@ -95,6 +95,12 @@ def arithmetic_tasks(n: int, seed: int, difficulty: str = "standard") -> list[Ta
     gen = _arith_easy_problem if difficulty == "easy" else _arith_problem
     # "standard" keeps its historical stream seed, so its splits are unchanged
     rng = random.Random(f"arith-{seed}" if difficulty == "standard" else f"arith-{difficulty}-{seed}")
+    return _distinct_math_tasks(n, rng, gen, "arith", MATH_SUFFIX)
+
+
+def _distinct_math_tasks(n: int, rng: random.Random, gen: Callable[[random.Random], tuple[str, int]],
+                         prefix: str, suffix: str) -> list[TaskItem]:
+    """Up to n math tasks from `gen`, no problem text twice (at most 50 draws per task)."""
     out: list[TaskItem] = []
     seen: set[str] = set()
     tries = 0
@@ -104,7 +110,7 @@ def arithmetic_tasks(n: int, seed: int, difficulty: str = "standard") -> list[Ta
         if text in seen:
             continue
         seen.add(text)
-        out.append(TaskItem(f"arith-{len(out)}", text + MATH_SUFFIX, {"type": "math", "answer": str(ans)}))
+        out.append(TaskItem(f"{prefix}-{len(out)}", text + suffix, {"type": "math", "answer": str(ans)}))
     return out
 
 
@@ -124,19 +130,8 @@ def _bigarith_problem(rng: random.Random) -> tuple[str, int]:
 
 def bigarith_tasks(n: int, seed: int) -> list[TaskItem]:
     """Products of two 5-digit numbers and modular powers, half each, graded by the math grader."""
-    rng = random.Random(f"bigarith-{seed}")
-    out: list[TaskItem] = []
-    seen: set[str] = set()
-    tries = 0
-    while len(out) < n and tries < n * 50:
-        tries += 1
-        text, ans = _bigarith_problem(rng)
-        if text in seen:
-            continue
-        seen.add(text)
-        out.append(TaskItem(f"bigarith-{len(out)}", text + TOOL_HINT + MATH_SUFFIX,
-                            {"type": "math", "answer": str(ans)}))
-    return out
+    return _distinct_math_tasks(n, random.Random(f"bigarith-{seed}"), _bigarith_problem, "bigarith",
+                                TOOL_HINT + MATH_SUFFIX)
 
 
 # --------------------------------------------------------------------------------------------
